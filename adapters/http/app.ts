@@ -1,0 +1,212 @@
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import * as E from 'fp-ts/lib/Either.js';
+import { stringify } from 'lossless-json';
+import polka, { type Request } from 'polka';
+import type { Logger } from '../../application/ports/logger.js';
+import type { PlantRepository } from '../../application/ports/plant-repository.js';
+import type { TokenVerifier } from '../../application/ports/token-verifier.js';
+import { authenticate } from '../../application/use-cases/authenticate.js';
+import { checkReadiness } from '../../application/use-cases/check-readiness.js';
+import { createPlant, createPlantScope } from '../../application/use-cases/create-plant.js';
+import { deletePlant } from '../../application/use-cases/delete-plant.js';
+import { listPlants } from '../../application/use-cases/list-plants.js';
+import { requireScope, type Principal } from '../../domain/principal.js';
+import { bearerToken } from './auth.js';
+import { isJsonContentType, parseJson, readBody } from './body.js';
+import { decodeListQuery, decodeNewPlant, decodePathId } from './codecs.js';
+import { encodeCursor } from './cursor.js';
+import { toResponse, type Failure } from './failures.js';
+import { openApiDocument } from './openapi.js';
+import { plantJson, plantsJson } from './plant-json.js';
+
+export interface HttpAppDeps {
+  readonly plants: PlantRepository;
+  readonly tokens: TokenVerifier;
+  readonly logger: Logger;
+  /** Largest accepted request body, in bytes. */
+  readonly bodyLimit: number;
+}
+
+/** What the app keeps about one exchange, for its headers and its log line. */
+interface Exchange extends Request {
+  id: string;
+  startedAt: number;
+  route: string;
+  owner?: string;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+// Exact, case-sensitive paths (polka's string patterns ignore case and a trailing slash).
+const HEALTHZ = /^\/healthz$/;
+const READYZ = /^\/readyz$/;
+const OPENAPI = /^\/openapi\.json$/;
+const PLANTS = /^\/plants$/;
+const PLANT = /^\/plants\/(?<id>[^/]*)$/;
+
+/**
+ * The HTTP edge of the service: decodes every input, calls a use case, and turns its result into the contract's
+ * response. It holds no business rule; those are in application/ and domain/.
+ */
+export const createHttpApp = (deps: HttpAppDeps) => {
+  const { logger } = deps;
+  const useCases = {
+    authenticate: authenticate(deps),
+    createPlant: createPlant(deps),
+    listPlants: listPlants(deps),
+    deletePlant: deletePlant(deps),
+    checkReadiness: checkReadiness(deps),
+  };
+  const openApiJson = stringify(openApiDocument({ bodyLimit: deps.bodyLimit })) as string;
+
+  /** Every response leaves through here: common headers, then one log line. */
+  const send = (req: Exchange, res: ServerResponse, status: number, body: string | undefined, headers?: Readonly<Record<string, string>>) => {
+    if (res.headersSent || res.destroyed) return;
+    res.statusCode = status;
+    res.setHeader('x-request-id', req.id);
+    res.setHeader('cache-control', 'no-store');
+    res.setHeader('x-content-type-options', 'nosniff');
+    if (headers !== undefined) for (const name in headers) res.setHeader(name, headers[name] as string);
+    if (body === undefined) res.end();
+    else {
+      res.setHeader('content-type', JSON_TYPE);
+      res.setHeader('content-length', Buffer.byteLength(body));
+      res.end(body);
+    }
+    logger.info(
+      {
+        reqId: req.id,
+        method: req.method,
+        route: req.route,
+        status,
+        ms: Math.round((performance.now() - req.startedAt) * 100) / 100,
+        owner: req.owner,
+      },
+      'request',
+    );
+  };
+
+  const fail = (req: Exchange, res: ServerResponse, failure: Failure): void => {
+    const { status, message, headers } = toResponse(failure);
+    send(req, res, status, JSON.stringify({ error: status, message }), headers);
+  };
+
+  const ok = (req: Exchange, res: ServerResponse, body: string, headers?: Record<string, string>) =>
+    send(req, res, 200, body, headers);
+
+  /** Authentication comes first, before anything of the request is read. */
+  const principalOf = async (req: Exchange, res: ServerResponse): Promise<Principal | undefined> => {
+    const token = bearerToken(req.headers.authorization);
+    if (token === undefined) {
+      fail(req, res, { _tag: 'MissingCredentials' });
+      return undefined;
+    }
+    const result = await useCases.authenticate(token)();
+    if (E.isLeft(result)) {
+      fail(req, res, result.left);
+      return undefined;
+    }
+    req.owner = result.right.owner;
+    return result.right;
+  };
+
+  const named = (route: string, handler: (req: Exchange, res: ServerResponse) => Promise<void> | void) =>
+    (req: Request, res: ServerResponse) => {
+      const exchange = req as Exchange;
+      exchange.route = route;
+      return handler(exchange, res);
+    };
+
+  const methodNotAllowed = (path: string, allow: string) =>
+    named(`* ${path}`, (req, res) => fail(req, res, { _tag: 'MethodNotAllowed', allow }));
+
+  const app = polka({
+    onNoMatch: (req, res) => {
+      fail(req as Exchange, res, { _tag: 'RouteNotFound' });
+    },
+    onError: (err, req, res) => {
+      logger.error({ reqId: (req as Exchange).id, err }, 'unexpected fault');
+      fail(req as Exchange, res, { _tag: 'InternalError' });
+    },
+  });
+
+  app.use((req, _res, next) => {
+    const exchange = req as Exchange;
+    exchange.startedAt = performance.now();
+    const given = req.headers['x-request-id'];
+    exchange.id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    exchange.route = 'unknown';
+    next();
+  });
+
+  app
+    .get(HEALTHZ, named('GET /healthz', (req, res) => ok(req, res, '{"status":"ok"}')))
+    .all(HEALTHZ, methodNotAllowed('/healthz', 'GET, HEAD'))
+    .get(
+      READYZ,
+      named('GET /readyz', async (req, res) => {
+        const down = await useCases.checkReadiness();
+        if (down.length === 0) ok(req, res, '{"status":"ready"}');
+        else {
+          const message = `not ready: ${down.join(' and ')} ${down.length > 1 ? 'do' : 'does'} not answer`;
+          send(req, res, 503, JSON.stringify({ error: 503, message }), { 'retry-after': '1' });
+        }
+      }),
+    )
+    .all(READYZ, methodNotAllowed('/readyz', 'GET, HEAD'))
+    .get(OPENAPI, named('GET /openapi.json', (req, res) => ok(req, res, openApiJson)))
+    .all(OPENAPI, methodNotAllowed('/openapi.json', 'GET, HEAD'))
+    .get(
+      PLANTS,
+      named('GET /plants', async (req, res) => {
+        const principal = await principalOf(req, res);
+        if (principal === undefined) return;
+        const query = decodeListQuery(req.query);
+        if (E.isLeft(query)) return fail(req, res, query.left);
+        const page = await useCases.listPlants(principal, query.right)();
+        if (E.isLeft(page)) return fail(req, res, page.left);
+        const { plants, next } = page.right;
+        ok(
+          req,
+          res,
+          plantsJson(plants),
+          next === undefined ? undefined : { link: `</plants?limit=${next.limit}&cursor=${encodeCursor(next.after)}>; rel="next"` },
+        );
+      }),
+    )
+    .post(
+      PLANTS,
+      named('POST /plants', async (req, res) => {
+        const principal = await principalOf(req, res);
+        if (principal === undefined) return;
+        const allowed = requireScope(principal, createPlantScope);
+        if (E.isLeft(allowed)) return fail(req, res, allowed.left);
+        if (!isJsonContentType(req.headers['content-type'])) return fail(req, res, { _tag: 'UnsupportedMediaType' });
+        const bytes = await readBody(req, deps.bodyLimit);
+        if (bytes === undefined) return; // the client went away
+        const candidate = E.flatMap(E.flatMap(bytes, parseJson), decodeNewPlant);
+        if (E.isLeft(candidate)) return fail(req, res, candidate.left);
+        const created = await useCases.createPlant(principal, candidate.right)();
+        if (E.isLeft(created)) return fail(req, res, created.left);
+        ok(req, res, plantJson(created.right));
+      }),
+    )
+    .all(PLANTS, methodNotAllowed('/plants', 'GET, HEAD, POST'))
+    .delete(
+      PLANT,
+      named('DELETE /plants/{id}', async (req, res) => {
+        const principal = await principalOf(req, res);
+        if (principal === undefined) return;
+        const id = decodePathId(req.params['id']);
+        if (E.isLeft(id)) return fail(req, res, id.left);
+        const deleted = await useCases.deletePlant(principal, id.right)();
+        if (E.isLeft(deleted)) return fail(req, res, deleted.left);
+        send(req, res, 204, undefined);
+      }),
+    )
+    .all(PLANT, methodNotAllowed('/plants/{id}', 'DELETE'));
+
+  return app;
+};

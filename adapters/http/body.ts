@@ -1,0 +1,69 @@
+import type { IncomingMessage } from 'node:http';
+import * as E from 'fp-ts/lib/Either.js';
+import { parse } from 'lossless-json';
+import type { HttpFailure } from './failures.js';
+
+type BodyFailure = Extract<HttpFailure, { _tag: 'UnsupportedMediaType' | 'PayloadTooLarge' | 'MalformedBody' }>;
+
+/** `application/json`, optionally with parameters; a charset other than UTF-8 is refused rather than misread. */
+export const isJsonContentType = (header: string | undefined): boolean => {
+  if (header === undefined) return false;
+  const [type = '', ...params] = header.split(';');
+  if (type.trim().toLowerCase() !== 'application/json') return false;
+  return params.every((param) => {
+    const [name = '', value = ''] = param.split('=');
+    return name.trim().toLowerCase() !== 'charset' || /^"?utf-8"?$/i.test(value.trim());
+  });
+};
+
+/**
+ * Reads the body up to `limit` bytes. A declared Content-Length over the limit is refused before a byte is read;
+ * a chunked body is counted as it arrives and refused at the first byte over the limit, with the rest left unread
+ * (the response closes the connection). Resolves `undefined` when the client went away mid-body.
+ */
+export const readBody = (req: IncomingMessage, limit: number): Promise<E.Either<BodyFailure, Buffer> | undefined> => {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) {
+    return Promise.resolve(E.left({ _tag: 'PayloadTooLarge', limit }));
+  }
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (result: E.Either<BodyFailure, Buffer> | undefined): void => {
+      req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
+      resolve(result);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) {
+        req.pause();
+        finish(E.left({ _tag: 'PayloadTooLarge', limit }));
+      } else chunks.push(chunk);
+    };
+    const onEnd = (): void => finish(E.right(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
+    const onGone = (): void => finish(undefined);
+    req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
+  });
+};
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Parses JSON with lossless-json: every number stays its exact source text (a LosslessNumber), so an int64 beyond
+ * 2^53 is never rounded; `__proto__` and duplicate members cannot reach an object's prototype.
+ */
+export const parseJson = (bytes: Buffer): E.Either<BodyFailure, unknown> => {
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    return E.left({ _tag: 'MalformedBody', reason: 'must be UTF-8 encoded' });
+  }
+  try {
+    return E.right(parse(text));
+  } catch (e) {
+    if (e instanceof RangeError) return E.left({ _tag: 'MalformedBody', reason: 'is nested too deeply' });
+    if (e instanceof SyntaxError) return E.left({ _tag: 'MalformedBody', reason: `must be valid JSON (${e.message})` });
+    throw e;
+  }
+};

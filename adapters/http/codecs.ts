@@ -1,0 +1,132 @@
+import * as E from 'fp-ts/lib/Either.js';
+import { pipe } from 'fp-ts/lib/function.js';
+import * as t from 'io-ts';
+import { isLosslessNumber } from 'lossless-json';
+import type { FieldRuleBroken } from '../../domain/errors.js';
+import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../domain/plant.js';
+import { decodeCursor } from './cursor.js';
+
+/**
+ * io-ts codecs for every input of the HTTP edge. Each field codec delegates its rule to the domain's smart
+ * constructor, so the rule is written once; the codec only adds the JSON shape and names the field.
+ */
+
+const fieldOf = (c: t.Context): string => c[c.length - 1]?.key || 'body';
+
+/** A codec for one field: `read` turns the raw value into the domain value or says which rule it broke. */
+const field = <A>(name: string, read: (key: string, u: unknown) => E.Either<FieldRuleBroken | string, A>) =>
+  new t.Type<A, unknown, unknown>(
+    name,
+    (u): u is A => E.isRight(read(name, u)),
+    (u, c) => {
+      const key = fieldOf(c);
+      return pipe(
+        read(key, u),
+        E.fold(
+          (e) => t.failure(u, c, typeof e === 'string' ? e : e.rule),
+          (a) => t.success(a),
+        ),
+      );
+    },
+    (a) => a,
+  );
+
+const required = (u: unknown): string | undefined => (u === undefined ? 'is required' : undefined);
+
+const IdFromJsonNumber = field('PlantId', (key, u) => {
+  const missing = required(u);
+  if (missing !== undefined) return E.left(missing);
+  return isLosslessNumber(u) ? PlantId.fromJsonNumber(key, u.value) : E.left(PlantId.rule);
+});
+
+const text = <A extends string>(name: string, from: (key: string, s: string) => E.Either<FieldRuleBroken, A>, max: number) =>
+  field<A>(name, (key, u) => {
+    const missing = required(u);
+    if (missing !== undefined) return E.left(missing);
+    return typeof u === 'string' ? from(key, u) : E.left(`must be a string of 1 to ${max} characters`);
+  });
+
+const NameC = text<PlantName>('PlantName', PlantName.from, PlantName.max);
+const TagC = text<PlantTag>('PlantTag', PlantTag.from, PlantTag.max);
+
+/** A JSON object with `id`, `name` and optional `tag`; other members are ignored and not kept. */
+const NewPlantBody = t.intersection([t.type({ id: IdFromJsonNumber, name: NameC }), t.partial({ tag: TagC })]);
+
+/** The first problem, as "field: rule". */
+const describe = (errors: t.Errors): FieldRuleBroken => {
+  const first = errors[0];
+  if (first === undefined) return { _tag: 'FieldRuleBroken', field: 'body', rule: 'is not valid' };
+  const path = first.context
+    .map((entry) => entry.key)
+    .filter((key) => key !== '' && !/^[0-9]+$/.test(key)); // drop the intersection's member indexes
+  const fieldName = path.join('.') || 'body';
+  return {
+    _tag: 'FieldRuleBroken',
+    field: fieldName,
+    rule: first.message ?? (fieldName === 'body' ? 'must be a JSON object' : 'is not valid'),
+  };
+};
+
+export const decodeNewPlant = (body: unknown): E.Either<FieldRuleBroken, Plant> => {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return E.left({ _tag: 'FieldRuleBroken', field: 'body', rule: 'must be a JSON object' });
+  }
+  return pipe(
+    NewPlantBody.decode(body),
+    E.bimap(describe, (b) => plant(b.id, b.name, b.tag)),
+  );
+};
+
+/** A query parameter: absent, or given exactly once. */
+const once = (u: unknown): E.Either<FieldRuleBroken | string, string | undefined> =>
+  u === undefined || typeof u === 'string' ? E.right(u) : E.left('must be given at most once');
+
+const INT32_MAX = 2147483647;
+const LIMIT_RULE = `must be an integer from 1 to ${INT32_MAX}`;
+
+const LimitParam = field('limit', (_key, u) =>
+  pipe(
+    once(u),
+    E.chain((s) => {
+      if (s === undefined) return E.right(undefined);
+      if (!/^[0-9]{1,10}$/.test(s)) return E.left(LIMIT_RULE);
+      const n = Number(s);
+      return n >= 1 && n <= INT32_MAX ? E.right(n) : E.left(LIMIT_RULE);
+    }),
+  ),
+);
+
+const CursorParam = field('cursor', (_key, u) =>
+  pipe(
+    once(u),
+    E.chain((s) => (s === undefined ? E.right(undefined) : decodeCursor(s))),
+  ),
+);
+
+const ListQuery = t.type({ limit: LimitParam, cursor: CursorParam });
+
+export interface ListQueryInput {
+  readonly limit?: number;
+  readonly after?: PlantId;
+}
+
+/** `limit` and `cursor` of GET /plants; other parameters are ignored. */
+export const decodeListQuery = (query: unknown): E.Either<FieldRuleBroken, ListQueryInput> =>
+  pipe(
+    ListQuery.decode(query ?? {}),
+    E.bimap(describe, ({ limit, cursor }) => ({
+      ...(limit === undefined ? {} : { limit }),
+      ...(cursor === undefined ? {} : { after: cursor }),
+    })),
+  );
+
+const PathId = field('id', (key, u) => (typeof u === 'string' ? PlantId.fromDecimal(key, u) : E.left(PlantId.rule)));
+
+/** `{id}` of /plants/{id}: a decimal int64. */
+const PathParams = t.type({ id: PathId });
+
+export const decodePathId = (raw: string | undefined): E.Either<FieldRuleBroken, PlantId> =>
+  pipe(
+    PathParams.decode({ id: raw }),
+    E.bimap(describe, ({ id }) => id),
+  );

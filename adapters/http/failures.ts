@@ -1,0 +1,90 @@
+import type { InvalidToken, StorageUnavailable, TokenStoreUnavailable } from '../../application/errors.js';
+import type { FieldRuleBroken, PlantConflict, PlantNotFound } from '../../domain/errors.js';
+import type { MissingScope } from '../../domain/principal.js';
+
+/** Failures that only exist at the HTTP edge. */
+export type HttpFailure =
+  | { readonly _tag: 'MissingCredentials' }
+  | { readonly _tag: 'UnsupportedMediaType' }
+  | { readonly _tag: 'PayloadTooLarge'; readonly limit: number }
+  | { readonly _tag: 'MalformedBody'; readonly reason: string }
+  | { readonly _tag: 'RouteNotFound' }
+  | { readonly _tag: 'MethodNotAllowed'; readonly allow: string }
+  | { readonly _tag: 'InternalError' };
+
+/** Everything a request can fail with, from any layer. */
+export type Failure =
+  | HttpFailure
+  | FieldRuleBroken
+  | PlantConflict
+  | PlantNotFound
+  | MissingScope
+  | InvalidToken
+  | StorageUnavailable
+  | TokenStoreUnavailable;
+
+export interface FailureResponse {
+  readonly status: number;
+  readonly message: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export const REALM = 'Bearer realm="plants"';
+/** Seconds a client should wait before retrying when a backend is unavailable. */
+export const RETRY_AFTER_SECONDS = 1;
+
+const unavailable = (what: string): FailureResponse => ({
+  status: 503,
+  message: `${what} is unavailable, retry later`,
+  headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+});
+
+/** The one place where a failure becomes a status, a message and headers. */
+export const toResponse = (failure: Failure): FailureResponse => {
+  switch (failure._tag) {
+    case 'FieldRuleBroken':
+      return { status: 400, message: `${failure.field}: ${failure.rule}` };
+    case 'MalformedBody':
+      return { status: 400, message: `body: ${failure.reason}` };
+    case 'MissingCredentials':
+      return {
+        status: 401,
+        message: 'authorization: send a bearer token as "Authorization: Bearer <token>"',
+        headers: { 'www-authenticate': REALM },
+      };
+    case 'InvalidToken':
+      return {
+        status: 401,
+        message: 'authorization: the bearer token is unknown, expired or revoked',
+        headers: { 'www-authenticate': `${REALM}, error="invalid_token"` },
+      };
+    case 'MissingScope':
+      return {
+        status: 403,
+        message: `authorization: the token lacks the scope ${failure.scope}`,
+        headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${failure.scope}"` },
+      };
+    case 'PlantNotFound':
+      return { status: 404, message: 'id: no plant with this id' };
+    case 'RouteNotFound':
+      return { status: 404, message: 'no such resource; see /openapi.json' };
+    case 'MethodNotAllowed':
+      return { status: 405, message: `method not allowed here; use ${failure.allow}`, headers: { allow: failure.allow } };
+    case 'PlantConflict':
+      return { status: 409, message: 'id: a plant with this id and a different name or tag already exists' };
+    case 'PayloadTooLarge':
+      return { status: 413, message: `body: must be at most ${failure.limit} bytes`, headers: { connection: 'close' } };
+    case 'UnsupportedMediaType':
+      return { status: 415, message: 'content-type: must be application/json' };
+    case 'InternalError':
+      return { status: 500, message: 'internal error' };
+    case 'StorageUnavailable':
+      return unavailable('storage');
+    case 'TokenStoreUnavailable':
+      return unavailable('token store');
+    default: {
+      const unhandled: never = failure;
+      throw new Error(`unmapped failure ${JSON.stringify(unhandled)}`);
+    }
+  }
+};

@@ -1,0 +1,272 @@
+import { INT64_MAX, INT64_MIN } from '../../domain/int64.js';
+import { NAME_MAX, TAG_MAX } from '../../domain/plant.js';
+import { PAGE_DEFAULT, PAGE_MAX } from '../../application/use-cases/list-plants.js';
+import { TOKEN_MAX } from './auth.js';
+import { RETRY_AFTER_SECONDS } from './failures.js';
+
+/**
+ * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:
+ * serialize it with lossless-json's `stringify`, which writes them exactly (JSON.stringify would round them).
+ */
+
+// Not blank, no C0 control character, no DEL (JSON Schema patterns are ECMA-262 with the u flag).
+const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
+
+const error = (description: string, extraHeaders: Record<string, object> = {}) => ({
+  description,
+  headers: { ...commonHeaders, ...extraHeaders },
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+});
+
+const commonHeaders = {
+  'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+  'Cache-Control': { $ref: '#/components/headers/Cache-Control' },
+  'X-Content-Type-Options': { $ref: '#/components/headers/X-Content-Type-Options' },
+};
+
+const authFailures = {
+  '401': { $ref: '#/components/responses/Unauthorized' },
+  '403': { $ref: '#/components/responses/Forbidden' },
+};
+const serverFailures = {
+  '500': { $ref: '#/components/responses/InternalError' },
+  '503': { $ref: '#/components/responses/Unavailable' },
+};
+
+export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
+  openapi: '3.1.0',
+  info: {
+    title: 'Plant Store',
+    version: '1.0.0',
+    description: [
+      'A multi-tenant store of plants. Every plant belongs to the owner of the principal that created it; a principal',
+      'sees and deletes only its own owner\'s plants, and another owner\'s plant is indistinguishable from a missing one.',
+      'Every failure answers the Error body, with `error` equal to the HTTP status. An unknown path answers 404 and a',
+      'known path with a method it does not have answers 405 with an `Allow` header, both with the Error body.',
+      'Authentication happens before a request body is read or validated.',
+    ].join(' '),
+  },
+  servers: [{ url: '/' }],
+  security: [{ bearer: ['plants:read', 'plants:write'] }],
+  paths: {
+    '/plants': {
+      get: {
+        operationId: 'listPlants',
+        summary: "List the caller's owner's plants, ascending by id",
+        security: [{ bearer: ['plants:read'] }],
+        parameters: [
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            description: `Page size, at most once. Values above ${PAGE_MAX} are served as ${PAGE_MAX}; absent: ${PAGE_DEFAULT}. 0, negatives, fractions, non-numbers and an empty value answer 400.`,
+            schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 2147483647, default: PAGE_DEFAULT },
+          },
+          {
+            name: 'cursor',
+            in: 'query',
+            required: false,
+            description: 'Opaque; only a value taken from a `Link: rel="next"` header of this service. Anything else answers 400.',
+            schema: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9_-]+$' },
+          },
+        ],
+        responses: {
+          '200': {
+            description: `One page of plants, ascending by id (exact over the whole int64 range). When more follow, a \`Link\` header names the next page; following next links until none is returned yields every plant exactly once.`,
+            headers: {
+              ...commonHeaders,
+              Link: {
+                description: 'RFC 8288 link to the next page, present only when more plants follow: `</plants?limit=N&cursor=C>; rel="next"`.',
+                schema: { type: 'string' },
+              },
+            },
+            content: {
+              'application/json': { schema: { type: 'array', maxItems: PAGE_MAX, items: { $ref: '#/components/schemas/Plant' } } },
+            },
+          },
+          '400': error('`limit` or `cursor` is not valid, or given more than once; `message` names the parameter and the rule.'),
+          ...authFailures,
+          ...serverFailures,
+        },
+      },
+      post: {
+        operationId: 'createPlant',
+        summary: "Create a plant for the caller's owner",
+        description:
+          'Ids are unique per owner. Creating a plant whose id the owner already has answers 200 with the stored plant when name and tag are the same (a retried create is safe), and 409 when they differ (the stored plant is unchanged). A 200 is sent only after the plant is durably stored.',
+        security: [{ bearer: ['plants:write'] }],
+        requestBody: {
+          required: true,
+          description: `At most ${bodyLimit} bytes of UTF-8 JSON. Members other than id, name and tag are ignored: not stored, not echoed.`,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
+        },
+        responses: {
+          '200': {
+            description: 'The stored plant.',
+            headers: commonHeaders,
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Plant' } } },
+          },
+          '400': error('The body is not JSON, not an object, or breaks a field rule; `message` names the field and the rule, e.g. "name: must be 1 to 200 characters".'),
+          ...authFailures,
+          '409': error('The owner already has a plant with this id and a different name or tag; nothing was changed.'),
+          '413': error(`The body is larger than ${bodyLimit} bytes; it is not read, and the connection is closed.`),
+          '415': error('Content-Type is not application/json (parameters such as charset=utf-8 are allowed; another charset is not).'),
+          ...serverFailures,
+        },
+      },
+    },
+    '/plants/{id}': {
+      delete: {
+        operationId: 'deletePlant',
+        summary: "Delete one of the caller's owner's plants",
+        security: [{ bearer: ['plants:write'] }],
+        parameters: [
+          {
+            name: 'id',
+            in: 'path',
+            required: true,
+            description: `A decimal int64: optional leading "-", 1 to 19 digits, from ${INT64_MIN} to ${INT64_MAX}. Anything else ("abc", "1.5", "+1", "0x10", out of range) answers 400.`,
+            schema: { type: 'string', pattern: '^-?[0-9]{1,19}$' },
+          },
+        ],
+        responses: {
+          '204': { description: 'Deleted; no body.', headers: commonHeaders },
+          '400': error('The id is not a decimal int64.'),
+          ...authFailures,
+          '404': error("The caller's owner has no plant with this id (never existed, already deleted, or another owner's)."),
+          ...serverFailures,
+        },
+      },
+    },
+    '/healthz': {
+      get: {
+        operationId: 'health',
+        summary: 'Liveness: 200 while the process serves requests',
+        security: [],
+        responses: {
+          '200': {
+            description: 'The process serves requests.',
+            headers: commonHeaders,
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } },
+          },
+          '500': { $ref: '#/components/responses/InternalError' },
+        },
+      },
+    },
+    '/readyz': {
+      get: {
+        operationId: 'ready',
+        summary: 'Readiness: 200 when every configured backend answers',
+        security: [],
+        responses: {
+          '200': {
+            description: 'Every configured backend answers.',
+            headers: commonHeaders,
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Ready' } } },
+          },
+          '500': { $ref: '#/components/responses/InternalError' },
+          '503': error('A backend does not answer; `message` names which (storage, token store), never its address.', {
+            'Retry-After': { $ref: '#/components/headers/Retry-After' },
+          }),
+        },
+      },
+    },
+    '/openapi.json': {
+      get: {
+        operationId: 'openapi',
+        summary: 'This document',
+        security: [],
+        responses: {
+          '200': { description: 'The OpenAPI 3.1.0 document.', headers: commonHeaders, content: { 'application/json': { schema: { type: 'object' } } } },
+          '500': { $ref: '#/components/responses/InternalError' },
+        },
+      },
+    },
+  },
+  components: {
+    securitySchemes: {
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        description: `Authorization: Bearer <token>; the scheme name is case-insensitive, the token is an RFC 6750 b64token of at most ${TOKEN_MAX} characters. Scopes: plants:read (list), plants:write (create, delete).`,
+      },
+    },
+    schemas: {
+      NewPlant: {
+        type: 'object',
+        required: ['id', 'name'],
+        properties: {
+          id: {
+            type: 'integer',
+            format: 'int64',
+            minimum: INT64_MIN,
+            maximum: INT64_MAX,
+            description: 'Unique per owner. Kept exact over the whole int64 range (also beyond 2^53). A number with a zero fraction (7.0, 7e0) is the integer 7; strings, fractions, booleans and null are refused.',
+          },
+          name: { $ref: '#/components/schemas/PlantName' },
+          tag: { $ref: '#/components/schemas/PlantTag' },
+        },
+      },
+      Plant: {
+        type: 'object',
+        required: ['name'],
+        additionalProperties: false,
+        properties: {
+          name: { $ref: '#/components/schemas/PlantName' },
+          tag: { $ref: '#/components/schemas/PlantTag' },
+        },
+      },
+      PlantName: {
+        type: 'string',
+        minLength: 1,
+        maxLength: NAME_MAX,
+        pattern: TEXT_PATTERN,
+        description: `1 to ${NAME_MAX} Unicode code points, at least one not whitespace, no control characters (U+0000-U+001F, U+007F), no lone surrogates.`,
+      },
+      PlantTag: {
+        type: 'string',
+        minLength: 1,
+        maxLength: TAG_MAX,
+        pattern: TEXT_PATTERN,
+        description: `1 to ${TAG_MAX} Unicode code points, same character rule as name; omitted when absent (null is refused).`,
+      },
+      Error: {
+        type: 'object',
+        required: ['error', 'message'],
+        additionalProperties: false,
+        properties: {
+          error: { type: 'integer', format: 'int32', description: 'The HTTP status code of the response.' },
+          message: { type: 'string', description: 'One sentence that tells the client what to fix.' },
+        },
+      },
+      Health: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } },
+      Ready: { type: 'object', required: ['status'], properties: { status: { const: 'ready' } } },
+    },
+    headers: {
+      'X-Request-Id': {
+        description: "The caller's X-Request-Id when it is 1 to 128 characters of [A-Za-z0-9._:-], otherwise a new random id; also in the server's log line.",
+        schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+      },
+      'Cache-Control': { schema: { const: 'no-store' } },
+      'X-Content-Type-Options': { schema: { const: 'nosniff' } },
+      'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0, default: RETRY_AFTER_SECONDS } },
+      'WWW-Authenticate': { schema: { type: 'string' } },
+    },
+    responses: {
+      Unauthorized: error(
+        'Missing header, wrong scheme or malformed token: `WWW-Authenticate: Bearer realm="plants"`. Unknown, expired or revoked token: `WWW-Authenticate: Bearer realm="plants", error="invalid_token"`.',
+        { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
+      ),
+      Forbidden: error(
+        'The token lacks the scope: `WWW-Authenticate: Bearer realm="plants", error="insufficient_scope", scope="plants:write"` (or plants:read).',
+        { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
+      ),
+      NotFound: error('Unknown path.'),
+      MethodNotAllowed: error('Known path, method it does not have.', { Allow: { schema: { type: 'string' } } }),
+      InternalError: error('An unexpected fault; the body is exactly {"error":500,"message":"internal error"}.'),
+      Unavailable: error(`A backend the request needs (storage, token store) is unreachable or too slow (bounded, default 2 s).`, {
+        'Retry-After': { $ref: '#/components/headers/Retry-After' },
+      }),
+    },
+  },
+});

@@ -1,0 +1,32 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import * as O from 'fp-ts/lib/Option.js';
+import * as TE from 'fp-ts/lib/TaskEither.js';
+import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
+import type { Principal } from '../../../domain/principal.js';
+
+export interface StaticToken {
+  /** SHA-256 of the token secret; the secret itself is never kept. */
+  readonly sha256: Buffer;
+  readonly principal: Principal;
+}
+
+export const sha256 = (secret: string): Buffer => createHash('sha256').update(secret, 'utf8').digest();
+
+/**
+ * A fixed token set (AUTH=static), held only as SHA-256 hashes. A presented token is hashed and looked up by its
+ * hash, then compared in constant time; lookup time depends on the hash, never on how much of a secret matched.
+ */
+export const staticTokenVerifier = (tokens: readonly StaticToken[]): TokenVerifier => {
+  const byHash = new Map<string, StaticToken>();
+  for (const token of tokens) byHash.set(token.sha256.toString('hex'), token);
+
+  return {
+    verify: (token) =>
+      TE.fromIO(() => {
+        const presented = sha256(token);
+        const entry = byHash.get(presented.toString('hex'));
+        return entry !== undefined && timingSafeEqual(entry.sha256, presented) ? O.some(entry.principal) : O.none;
+      }),
+    ping: TE.right(undefined),
+  };
+};

@@ -1,0 +1,20 @@
+/** Failures of the world outside the domain, as the use cases see them through their ports. */
+
+/** The plant store did not answer in time, or at all. Safe to retry. */
+export interface StorageUnavailable {
+  readonly _tag: 'StorageUnavailable';
+}
+
+/** The token store did not answer in time, or at all. Never read as "token unknown". */
+export interface TokenStoreUnavailable {
+  readonly _tag: 'TokenStoreUnavailable';
+}
+
+/** The bearer token is unknown, expired or revoked. */
+export interface InvalidToken {
+  readonly _tag: 'InvalidToken';
+}
+
+export const storageUnavailable: StorageUnavailable = { _tag: 'StorageUnavailable' };
+export const tokenStoreUnavailable: TokenStoreUnavailable = { _tag: 'TokenStoreUnavailable' };
+export const invalidToken: InvalidToken = { _tag: 'InvalidToken' };

@@ -1,0 +1,6 @@
+/** Structured logging, as the inner layers and adapters need it; pino satisfies it as it is. */
+export interface Logger {
+  readonly info: (fields: object, message: string) => void;
+  readonly warn: (fields: object, message: string) => void;
+  readonly error: (fields: object, message: string) => void;
+}

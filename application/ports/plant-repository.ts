@@ -1,0 +1,31 @@
+import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
+import type { Owner, Plant, PlantId } from '../../domain/plant.js';
+import type { StorageUnavailable } from '../errors.js';
+
+/**
+ * What `insert` found. `Exists` carries the plant that was already stored under that owner and id (read in the
+ * same step that refused the insert), so the caller can tell a retried create from a conflicting one.
+ */
+export type InsertOutcome = { readonly _tag: 'Inserted' } | { readonly _tag: 'Exists'; readonly stored: Plant };
+
+export interface PlantPage {
+  /** Ascending by id, at most `limit` plants. */
+  readonly plants: readonly Plant[];
+  /** Whether the owner has plants beyond the last one returned. */
+  readonly more: boolean;
+}
+
+/**
+ * The plant store, partitioned by owner: no operation can reach another owner's plants.
+ * Every adapter passes test/contracts/plant-repository.contract.ts.
+ */
+export interface PlantRepository {
+  /** Stores the plant unless the owner has one with its id; durable before it resolves `Inserted`. */
+  readonly insert: (owner: Owner, plant: Plant) => TaskEither<StorageUnavailable, InsertOutcome>;
+  /** The owner's plants with id greater than `after` (all when undefined), ascending, O(limit + log n). */
+  readonly page: (owner: Owner, after: PlantId | undefined, limit: number) => TaskEither<StorageUnavailable, PlantPage>;
+  /** Deletes the owner's plant with that id; `true` when there was one. */
+  readonly remove: (owner: Owner, id: PlantId) => TaskEither<StorageUnavailable, boolean>;
+  /** Succeeds when the store answers now. */
+  readonly ping: TaskEither<StorageUnavailable, void>;
+}

@@ -1,0 +1,49 @@
+/**
+ * Exact signed 64-bit integers, as bigint. JSON and URLs carry them as decimal text; a JS number would round
+ * anything beyond 2^53, so text is turned into bigint here without ever passing through a number.
+ */
+export const INT64_MIN = -(2n ** 63n);
+export const INT64_MAX = 2n ** 63n - 1n;
+
+export const isInt64 = (n: bigint): boolean => n >= INT64_MIN && n <= INT64_MAX;
+
+/** Result of reading a decimal text: the integer, or why it is not an int64. */
+export type Int64Reading =
+  | { readonly _tag: 'Int64'; readonly value: bigint }
+  | { readonly _tag: 'NotAnInteger' }
+  | { readonly _tag: 'OutOfRange' };
+
+const notAnInteger: Int64Reading = { _tag: 'NotAnInteger' };
+const outOfRange: Int64Reading = { _tag: 'OutOfRange' };
+
+const inRange = (value: bigint): Int64Reading => (isInt64(value) ? { _tag: 'Int64', value } : outOfRange);
+
+const JSON_NUMBER = /^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/;
+/** 19 digits hold every int64; more significant digits than that (after trimming zeros) cannot be in range. */
+const MAX_DIGITS = 19;
+
+/**
+ * Reads a JSON number's source text (RFC 8259 grammar) as an exact integer. `7`, `7.0`, `7e0` and `70e-1` are all
+ * the integer 7; `7.5` is not an integer; `1e400` is out of range. Never builds a number with more digits than an
+ * int64 has, so a hostile exponent costs nothing.
+ */
+export const int64FromJsonNumber = (text: string): Int64Reading => {
+  const m = JSON_NUMBER.exec(text);
+  if (m === null) return notAnInteger;
+  const [, sign = '', whole = '', fraction = '', exponent = '0'] = m;
+  let digits = (whole + fraction).replace(/^0+/, '');
+  if (digits === '') return { _tag: 'Int64', value: 0n };
+  let scale = Number(exponent) - fraction.length; // value = digits * 10^scale
+  const trimmed = digits.replace(/0+$/, '');
+  scale += digits.length - trimmed.length;
+  digits = trimmed;
+  if (scale < 0) return notAnInteger;
+  if (digits.length + scale > MAX_DIGITS) return outOfRange;
+  return inRange(BigInt(sign + digits + '0'.repeat(scale)));
+};
+
+const DECIMAL_INT64 = /^-?[0-9]{1,19}$/;
+
+/** Reads a plain decimal integer (optional leading `-`, 1 to 19 digits), as in a URL path. */
+export const int64FromDecimal = (text: string): Int64Reading =>
+  DECIMAL_INT64.test(text) ? inRange(BigInt(text)) : notAnInteger;

@@ -1,0 +1,170 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { PlantRepository } from '../../application/ports/plant-repository.js';
+import { INT64_MAX, INT64_MIN } from '../../domain/int64.js';
+import type { Owner, Plant, PlantId } from '../../domain/plant.js';
+import { aPlant, freshOwner, right, shuffled } from '../support/fixtures.js';
+import { skippable } from '../support/skip.js';
+
+export interface RepositoryUnderTest {
+  readonly repo: PlantRepository;
+  readonly teardown: () => Promise<void>;
+}
+
+/** How a storage adapter is set up for the suite, or the reason it cannot run on this machine (skipped). */
+export type RepositorySetup = (() => Promise<RepositoryUnderTest>) | { readonly skip: string };
+
+/** Reads every plant of an owner by following pages, as a client following next links would. */
+export const readAll = async (repo: PlantRepository, owner: Owner, pageSize: number): Promise<Plant[]> => {
+  const all: Plant[] = [];
+  let after: PlantId | undefined;
+  for (;;) {
+    const page = await right(repo.page(owner, after, pageSize));
+    all.push(...page.plants);
+    const last = page.plants[page.plants.length - 1];
+    if (!page.more || last === undefined) return all;
+    after = last.id;
+  }
+};
+
+const ids = (plants: readonly Plant[]) => plants.map((p) => p.id);
+
+/**
+ * The storage port's contract: every PlantRepository adapter runs this same suite. Each test works in owners of
+ * its own, so the suite needs no wiping and runs against a shared server.
+ */
+export const plantRepositoryContract = (adapter: string, setup: RepositorySetup): void => {
+  const name = `PlantRepository contract [${adapter}]`;
+  const suiteOf = suite<{ subject?: RepositoryUnderTest }>(name, {});
+  const test = skippable(suiteOf, name, setup);
+  const repo = (ctx: { subject?: RepositoryUnderTest }): PlantRepository => {
+    if (ctx.subject === undefined) throw new Error('no repository: setup failed');
+    return ctx.subject.repo;
+  };
+
+  if (typeof setup === 'function') {
+    suiteOf.before(async (ctx) => {
+      ctx.subject = await setup();
+    });
+    suiteOf.after(async (ctx) => {
+      await ctx.subject?.teardown();
+    });
+  }
+
+  test('an inserted plant is read back exactly, with and without a tag', async (ctx) => {
+    const owner = freshOwner();
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(1n, 'Fern 🌿', 'green'))), { _tag: 'Inserted' });
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(2n, 'Cactus'))), { _tag: 'Inserted' });
+    const page = await right(repo(ctx).page(owner, undefined, 10));
+    assert.equal(page, { plants: [aPlant(1n, 'Fern 🌿', 'green'), aPlant(2n, 'Cactus')], more: false });
+    assert.not.ok('tag' in (page.plants[1] as object), 'an absent tag stays absent');
+  });
+
+  test('inserting an id the owner has reports the stored plant and changes nothing', async (ctx) => {
+    const owner = freshOwner();
+    await right(repo(ctx).insert(owner, aPlant(7n, 'Fern', 'a')));
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(7n, 'Palm'))), { _tag: 'Exists', stored: aPlant(7n, 'Fern', 'a') });
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(7n, 'Fern', 'a'))), { _tag: 'Exists', stored: aPlant(7n, 'Fern', 'a') });
+    assert.equal((await right(repo(ctx).page(owner, undefined, 10))).plants, [aPlant(7n, 'Fern', 'a')]);
+  });
+
+  test('ids are kept exact and ordered numerically across the whole int64 range', async (ctx) => {
+    const owner = freshOwner();
+    const edge = [INT64_MIN, INT64_MIN + 1n, -(2n ** 53n) - 1n, -(2n ** 53n), -1n, 0n, 1n, 9n, 10n, 2n ** 31n, 2n ** 32n, 2n ** 53n, 2n ** 53n + 1n, INT64_MAX - 1n, INT64_MAX];
+    for (const id of shuffled(edge)) await right(repo(ctx).insert(owner, aPlant(id)));
+    const all = await readAll(repo(ctx), owner, 4);
+    assert.equal(ids(all), [...edge].sort((a, b) => (a < b ? -1 : 1)));
+    assert.is(all.find((p) => p.id === 2n ** 53n + 1n)?.name, `plant ${2n ** 53n + 1n}`);
+  });
+
+  test('a page holds at most limit plants after the cursor, and says whether more follow', async (ctx) => {
+    const owner = freshOwner();
+    for (const id of [1n, 2n, 3n, 4n, 5n]) await right(repo(ctx).insert(owner, aPlant(id)));
+    const first = await right(repo(ctx).page(owner, undefined, 2));
+    assert.equal(ids(first.plants), [1n, 2n]);
+    assert.ok(first.more);
+    const middle = await right(repo(ctx).page(owner, 2n as PlantId, 2));
+    assert.equal(ids(middle.plants), [3n, 4n]);
+    assert.ok(middle.more);
+    const last = await right(repo(ctx).page(owner, 4n as PlantId, 2));
+    assert.equal(ids(last.plants), [5n]);
+    assert.not.ok(last.more);
+    const exact = await right(repo(ctx).page(owner, 3n as PlantId, 2));
+    assert.equal(ids(exact.plants), [4n, 5n]);
+    assert.not.ok(exact.more, 'a page that ends on the last plant says no more follow');
+    const between = await right(repo(ctx).page(owner, 0n as PlantId, 1));
+    assert.equal(ids(between.plants), [1n], 'a cursor need not be a stored id');
+  });
+
+  test('an owner with no plants has an empty last page', async (ctx) => {
+    assert.equal(await right(repo(ctx).page(freshOwner(), undefined, 10)), { plants: [], more: false });
+  });
+
+  test('following pages yields every plant once while others are created and deleted in between', async (ctx) => {
+    const owner = freshOwner();
+    const initial = Array.from({ length: 60 }, (_, i) => BigInt(i * 10));
+    for (const id of initial) await right(repo(ctx).insert(owner, aPlant(id)));
+    const deletedAhead = new Set([250n, 400n, 590n]);
+    const seen: PlantId[] = [];
+    let after: PlantId | undefined;
+    let round = 0;
+    for (;;) {
+      const page = await right(repo(ctx).page(owner, after, 7));
+      seen.push(...ids(page.plants));
+      const last = page.plants[page.plants.length - 1];
+      if (!page.more || last === undefined) break;
+      after = last.id;
+      round++;
+      // Between pages: delete one already served and one not yet served, add one behind and one ahead.
+      await right(repo(ctx).remove(owner, (BigInt(round) * 10n) as PlantId));
+      for (const id of deletedAhead) if (id > after && round === 2) await right(repo(ctx).remove(owner, id as PlantId));
+      await right(repo(ctx).insert(owner, aPlant(-BigInt(round))));
+      await right(repo(ctx).insert(owner, aPlant(1000n + BigInt(round))));
+    }
+    assert.equal(new Set(seen).size, seen.length, 'no plant is served twice');
+    for (const id of initial) {
+      if (!deletedAhead.has(id)) assert.ok(seen.includes(id as PlantId), `plant ${id} present throughout was served`);
+    }
+    for (const id of deletedAhead) assert.not.ok(seen.includes(id as PlantId), `plant ${id} deleted before its page was not served`);
+    assert.equal(seen, [...seen].sort((a, b) => (a < b ? -1 : 1)), 'served in ascending order');
+  });
+
+  test("owners are isolated: the same id under two owners, and one owner's delete leaves the other's plant", async (ctx) => {
+    const a = freshOwner('a');
+    const b = freshOwner('b');
+    await right(repo(ctx).insert(a, aPlant(7n, 'of a')));
+    assert.equal(await right(repo(ctx).insert(b, aPlant(7n, 'of b'))), { _tag: 'Inserted' });
+    assert.equal((await right(repo(ctx).page(a, undefined, 10))).plants, [aPlant(7n, 'of a')]);
+    assert.equal((await right(repo(ctx).page(b, undefined, 10))).plants, [aPlant(7n, 'of b')]);
+    assert.ok(await right(repo(ctx).remove(a, 7n as PlantId)));
+    assert.equal((await right(repo(ctx).page(b, undefined, 10))).plants, [aPlant(7n, 'of b')]);
+    assert.not.ok(await right(repo(ctx).remove(a, 7n as PlantId)));
+  });
+
+  test('remove reports whether the owner had the plant', async (ctx) => {
+    const owner = freshOwner();
+    await right(repo(ctx).insert(owner, aPlant(-5n)));
+    assert.ok(await right(repo(ctx).remove(owner, -5n as PlantId)));
+    assert.not.ok(await right(repo(ctx).remove(owner, -5n as PlantId)), 'already deleted');
+    assert.not.ok(await right(repo(ctx).remove(owner, 12345n as PlantId)), 'never existed');
+    assert.equal(await right(repo(ctx).page(owner, undefined, 10)), { plants: [], more: false });
+  });
+
+  test('of 20 concurrent inserts of one id exactly one stores, and the others see that plant', async (ctx) => {
+    const owner = freshOwner();
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => right(repo(ctx).insert(owner, aPlant(2n ** 60n, `racer ${i}`)))),
+    );
+    const winners = outcomes.flatMap((o, i) => (o._tag === 'Inserted' ? [i] : []));
+    assert.is(winners.length, 1);
+    const stored = aPlant(2n ** 60n, `racer ${winners[0]}`);
+    for (const o of outcomes) if (o._tag === 'Exists') assert.equal(o.stored, stored);
+    assert.equal((await right(repo(ctx).page(owner, undefined, 10))).plants, [stored]);
+  });
+
+  test('ping succeeds while the store answers', async (ctx) => {
+    assert.is(await right(repo(ctx).ping), undefined);
+  });
+
+  suiteOf.run();
+};

@@ -244,13 +244,14 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
     },
     headers: {
       'X-Request-Id': {
+        required: true,
         description: "The caller's X-Request-Id when it is 1 to 128 characters of [A-Za-z0-9._:-], otherwise a new random id; also in the server's log line.",
         schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
       },
-      'Cache-Control': { schema: { const: 'no-store' } },
-      'X-Content-Type-Options': { schema: { const: 'nosniff' } },
-      'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0, default: RETRY_AFTER_SECONDS } },
-      'WWW-Authenticate': { schema: { type: 'string' } },
+      'Cache-Control': { required: true, schema: { const: 'no-store' } },
+      'X-Content-Type-Options': { required: true, schema: { const: 'nosniff' } },
+      'Retry-After': { required: true, description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^[0-9]+$', default: String(RETRY_AFTER_SECONDS) } },
+      'WWW-Authenticate': { required: true, schema: { type: 'string', pattern: '^Bearer realm="plants"' } },
     },
     responses: {
       Unauthorized: error(
@@ -262,7 +263,7 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
         { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
       ),
       NotFound: error('Unknown path.'),
-      MethodNotAllowed: error('Known path, method it does not have.', { Allow: { schema: { type: 'string' } } }),
+      MethodNotAllowed: error('Known path, method it does not have.', { Allow: { required: true, schema: { type: 'string' } } }),
       InternalError: error('An unexpected fault; the body is exactly {"error":500,"message":"internal error"}.'),
       Unavailable: error(`A backend the request needs (storage, token store) is unreachable or too slow (bounded, default 2 s).`, {
         'Retry-After': { $ref: '#/components/headers/Retry-After' },

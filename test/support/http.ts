@@ -1,0 +1,164 @@
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import type { HttpAppDeps } from '../../adapters/http/app.js';
+import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
+import { sha256, staticTokenVerifier } from '../../adapters/tokens/static/static-token-verifier.js';
+import { buildApp } from '../../bootstrap/build-app.js';
+import type { Principal, Scope } from '../../domain/principal.js';
+import { freshOwner, principal } from './fixtures.js';
+import { conformance } from './openapi-conformance.js';
+
+export interface Response {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  readonly json: () => unknown;
+}
+
+export interface CallOptions {
+  readonly token?: string;
+  readonly headers?: Record<string, string>;
+  readonly body?: string | Buffer;
+  /** Sets Content-Type: application/json when a body is given and no Content-Type header is. */
+  readonly json?: boolean;
+}
+
+/** Tokens of the test principals: alice and bob are different owners; the others act for alice's owner. */
+export type Who = 'alice' | 'bob' | 'aliceReader' | 'aliceWriter' | 'nobody';
+
+export interface Service {
+  readonly base: string;
+  readonly port: number;
+  readonly token: Record<Who, string>;
+  readonly principal: Record<Who, Principal>;
+  /** Every log line written so far, parsed. */
+  readonly logs: () => Array<Record<string, unknown>>;
+  readonly call: (method: string, path: string, options?: CallOptions) => Promise<Response>;
+  readonly close: () => Promise<void>;
+}
+
+const scopesOf: Record<Who, Scope[]> = {
+  alice: ['plants:read', 'plants:write'],
+  bob: ['plants:read', 'plants:write'],
+  aliceReader: ['plants:read'],
+  aliceWriter: ['plants:write'],
+  nobody: [],
+};
+
+/**
+ * Starts the real HTTP service (bootstrap's buildApp, real polka, real pino) on a free loopback port, over memory
+ * storage unless another repository is given. Every response of `call` is checked against /openapi.json.
+ */
+export const startService = async (overrides: Partial<HttpAppDeps> = {}): Promise<Service> => {
+  const aliceOwner = freshOwner('alice');
+  const who = Object.keys(scopesOf) as Who[];
+  const principals = Object.fromEntries(
+    who.map((w) => [w, principal(w === 'bob' ? freshOwner('bob') : aliceOwner, scopesOf[w])]),
+  ) as Record<Who, Principal>;
+  const tokens = Object.fromEntries(who.map((w) => [w, `token-of-${w}-${aliceOwner.slice(-12)}`])) as Record<Who, string>;
+
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const deps: HttpAppDeps = {
+    plants: memoryPlantRepository(),
+    tokens: staticTokenVerifier(who.map((w) => ({ sha256: sha256(tokens[w]), principal: principals[w] }))),
+    logger: pino({ level: 'info', base: null }, sink),
+    bodyLimit: 16384,
+    ...overrides,
+  };
+  const server = buildApp(deps);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const base = `http://127.0.0.1:${port}`;
+  const docText = await (await fetch(`${base}/openapi.json`)).text();
+  const conforms = conformance(docText);
+
+  const call = async (method: string, path: string, options: CallOptions = {}): Promise<Response> => {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token !== undefined) headers['authorization'] = `Bearer ${options.token}`;
+    if (options.body !== undefined && options.json !== false && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(base + path, { method, headers, ...(options.body === undefined ? {} : { body: options.body }) });
+    const text = await res.text();
+    conforms(method, path, res.status, res.headers, text);
+    return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) as unknown };
+  };
+
+  return {
+    base,
+    port,
+    token: tokens,
+    principal: principals,
+    logs: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>),
+    call,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+};
+
+export interface RawResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/**
+ * Sends bytes as they are over a plain socket (for requests fetch will not make: chunked bodies cut short, lying
+ * lengths, odd paths) and reads one response. `parts` are written in order, `gapMs` apart.
+ */
+export const rawRequest = (port: number, parts: ReadonlyArray<string | Buffer>, gapMs = 0): Promise<RawResponse> =>
+  new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let data = Buffer.alloc(0);
+    const parse = (): RawResponse | undefined => {
+      const text = data.toString('latin1');
+      const end = text.indexOf('\r\n\r\n');
+      if (end < 0) return undefined;
+      const [statusLine = '', ...headerLines] = text.slice(0, end).split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const line of headerLines) {
+        const i = line.indexOf(':');
+        headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
+      }
+      const length = Number(headers['content-length'] ?? 0);
+      const body = data.subarray(Buffer.byteLength(text.slice(0, end + 4), 'latin1'));
+      if (body.length < length) return undefined;
+      return { status: Number(statusLine.split(' ')[1]), headers, body: body.subarray(0, length).toString('utf8') };
+    };
+    socket.on('data', (chunk) => {
+      data = Buffer.concat([data, chunk]);
+      const res = parse();
+      if (res !== undefined) {
+        socket.destroy();
+        resolve(res);
+      }
+    });
+    socket.on('error', (e) => {
+      const res = parse();
+      if (res !== undefined) resolve(res);
+      else reject(e);
+    });
+    socket.on('close', () => {
+      const res = parse();
+      if (res !== undefined) resolve(res);
+      else reject(new Error(`connection closed before a full response: ${data.toString('latin1').slice(0, 200)}`));
+    });
+    void (async () => {
+      for (const part of parts) {
+        if (socket.destroyed) return;
+        socket.write(part);
+        if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+      }
+    })();
+  });

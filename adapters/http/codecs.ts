@@ -67,12 +67,28 @@ const describe = (errors: t.Errors): FieldRuleBroken => {
   };
 };
 
+const isJsonObject = (u: unknown): u is Record<string, unknown> =>
+  typeof u === 'object' && u !== null && Object.getPrototypeOf(u) === Object.prototype;
+
+/**
+ * Only the own `id`, `name` and `tag` members go on to the codec, in a fresh object: every other member is dropped
+ * here, so a `__proto__` or `constructor` member can reach nothing (io-ts copies objects by assignment, which
+ * would turn an own `__proto__` member into a prototype).
+ */
+const NEW_PLANT_MEMBERS = ['id', 'name', 'tag'] as const;
+const pickMembers = (body: Record<string, unknown>): Record<string, unknown> => {
+  const picked: Record<string, unknown> = {};
+  for (const key of NEW_PLANT_MEMBERS) if (Object.hasOwn(body, key)) picked[key] = body[key];
+  return picked;
+};
+
 export const decodeNewPlant = (body: unknown): E.Either<FieldRuleBroken, Plant> => {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+  // lossless-json yields plain objects for JSON objects; arrays, strings and LosslessNumbers are not.
+  if (!isJsonObject(body)) {
     return E.left({ _tag: 'FieldRuleBroken', field: 'body', rule: 'must be a JSON object' });
   }
   return pipe(
-    NewPlantBody.decode(body),
+    NewPlantBody.decode(pickMembers(body)),
     E.bimap(describe, (b) => plant(b.id, b.name, b.tag)),
   );
 };

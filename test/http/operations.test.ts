@@ -1,0 +1,155 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { PlantRepository } from '../../application/ports/plant-repository.js';
+import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
+import { downRepository, downTokenStore } from '../support/fakes.js';
+import { rawRequest, startService, type Service } from '../support/http.js';
+
+type Ctx = { svc: Service };
+const test = suite<Ctx>('HTTP operational endpoints and common rules', {} as Ctx);
+test.before(async (ctx) => {
+  ctx.svc = await startService();
+});
+test.after(async (ctx) => ctx.svc.close());
+
+test('GET /healthz is 200 {"status":"ok"} without a token', async ({ svc }) => {
+  const res = await svc.call('GET', '/healthz');
+  assert.is(res.status, 200);
+  assert.is(res.text, '{"status":"ok"}');
+});
+
+test('GET /readyz is 200 {"status":"ready"} when every backend answers', async ({ svc }) => {
+  const res = await svc.call('GET', '/readyz');
+  assert.is(res.status, 200);
+  assert.is(res.text, '{"status":"ready"}');
+});
+
+test('HEAD of a GET endpoint answers its headers without a body', async ({ svc }) => {
+  const res = await svc.call('HEAD', '/healthz');
+  assert.is(res.status, 200);
+  assert.is(res.text, '');
+});
+
+test('an unknown path is 404 with the Error body; paths are exact and case-sensitive', async ({ svc }) => {
+  for (const path of ['/', '/plant', '/PLANTS', '/plants/1/leaves', '/healthz/', '/openapi.yaml', '/%ZZ']) {
+    const res = await svc.call('GET', path, { token: svc.token.alice });
+    assert.is(res.status, 404, path);
+  }
+});
+
+test('a known path with another method is 405 with Allow', async ({ svc }) => {
+  const cases: Array<[string, string, string]> = [
+    ['PUT', '/plants', 'GET, HEAD, POST'],
+    ['DELETE', '/plants', 'GET, HEAD, POST'],
+    ['PATCH', '/plants', 'GET, HEAD, POST'],
+    ['GET', '/plants/1', 'DELETE'],
+    ['POST', '/plants/1', 'DELETE'],
+    ['PUT', '/plants/1', 'DELETE'],
+    ['POST', '/healthz', 'GET, HEAD'],
+    ['DELETE', '/readyz', 'GET, HEAD'],
+    ['PUT', '/openapi.json', 'GET, HEAD'],
+    ['OPTIONS', '/plants', 'GET, HEAD, POST'],
+  ];
+  for (const [method, path, allow] of cases) {
+    const res = await svc.call(method, path, { token: svc.token.alice });
+    assert.is(res.status, 405, `${method} ${path}`);
+    assert.is(res.headers.get('allow'), allow);
+  }
+});
+
+test('every response carries X-Request-Id, Cache-Control: no-store and nosniff', async ({ svc }) => {
+  for (const [method, path] of [['GET', '/healthz'], ['GET', '/nowhere'], ['PUT', '/plants'], ['GET', '/plants'], ['DELETE', '/plants/x']] as const) {
+    const res = await svc.call(method, path);
+    assert.ok(res.headers.get('x-request-id'), `${method} ${path}`);
+    assert.is(res.headers.get('cache-control'), 'no-store');
+    assert.is(res.headers.get('x-content-type-options'), 'nosniff');
+  }
+});
+
+test('the caller’s valid X-Request-Id is echoed and logged; an invalid one is replaced', async ({ svc }) => {
+  const id = 'trace-1.2:3_abc-XYZ';
+  const echoed = await svc.call('GET', '/healthz', { headers: { 'x-request-id': id } });
+  assert.is(echoed.headers.get('x-request-id'), id);
+  const line = svc.logs().find((l) => l['reqId'] === id);
+  assert.ok(line, 'the log line carries the id');
+  assert.is(line?.['status'], 200);
+  assert.is(line?.['route'], 'GET /healthz');
+  for (const bad of ['has space', 'x'.repeat(129), 'semi;colon', 'ünï']) {
+    const res = await svc.call('GET', '/healthz', { headers: { 'x-request-id': encodeURI(bad) === bad ? bad : 'semi;colon' } });
+    const given = res.headers.get('x-request-id');
+    assert.ok(given !== null && given !== bad && /^[A-Za-z0-9._:-]{1,128}$/.test(given), bad);
+  }
+  const a = (await svc.call('GET', '/healthz')).headers.get('x-request-id');
+  const b = (await svc.call('GET', '/healthz')).headers.get('x-request-id');
+  assert.is.not(a, b, 'generated ids differ');
+});
+
+test('one log line per request names method, route, status, duration and owner, never the path id raw', async ({ svc }) => {
+  const id = 'log-line-check';
+  await svc.call('DELETE', '/plants/123', { token: svc.token.alice, headers: { 'x-request-id': id } });
+  const lines = svc.logs().filter((l) => l['reqId'] === id);
+  assert.is(lines.length, 1);
+  const line = lines[0] as Record<string, unknown>;
+  assert.is(line['method'], 'DELETE');
+  assert.is(line['route'], 'DELETE /plants/{id}');
+  assert.is(line['status'], 404);
+  assert.is(line['owner'], svc.principal.alice.owner);
+  assert.type(line['ms'], 'number');
+});
+
+test('the OpenAPI document is served and writes the int64 bounds exactly', async ({ svc }) => {
+  const res = await svc.call('GET', '/openapi.json');
+  assert.is(res.status, 200);
+  assert.ok(res.text.includes('"minimum":-9223372036854775808'));
+  assert.ok(res.text.includes('"maximum":9223372036854775807'));
+  assert.is((res.json() as { openapi: string }).openapi, '3.1.0');
+});
+
+test('a request line the server cannot route still gets a JSON 404', async ({ svc }) => {
+  const res = await rawRequest(svc.port, ['GET //plants HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']);
+  assert.is(res.status, 404);
+  assert.is(JSON.parse(res.body).error, 404);
+});
+
+test.run();
+
+const faults = suite<Ctx>('HTTP faults', {} as Ctx);
+
+faults('an unexpected fault is 500 {"error":500,"message":"internal error"}, details only in the log', async () => {
+  const broken: PlantRepository = {
+    ...memoryPlantRepository(),
+    page: () => () => Promise.reject(new Error('driver exploded at /secret/path')),
+  };
+  const svc = await startService({ plants: broken });
+  try {
+    const res = await svc.call('GET', '/plants', { token: svc.token.alice, headers: { 'x-request-id': 'boom' } });
+    assert.is(res.status, 500);
+    assert.is(res.text, '{"error":500,"message":"internal error"}');
+    const logged = JSON.stringify(svc.logs().filter((l) => l['reqId'] === 'boom'));
+    assert.ok(logged.includes('driver exploded'), 'the cause is logged');
+    assert.is((await svc.call('GET', '/healthz')).status, 200, 'the service keeps serving');
+  } finally {
+    await svc.close();
+  }
+});
+
+faults('/readyz is 503 naming the backend that does not answer, never its address', async () => {
+  const storage = await startService({ plants: downRepository });
+  const tokens = await startService({ tokens: downTokenStore });
+  const both = await startService({ plants: downRepository, tokens: downTokenStore });
+  try {
+    const s = await storage.call('GET', '/readyz');
+    assert.is(s.status, 503);
+    assert.is((s.json() as { message: string }).message, 'not ready: storage does not answer');
+    assert.is(s.headers.get('retry-after'), '1');
+    const t = await tokens.call('GET', '/readyz');
+    assert.is((t.json() as { message: string }).message, 'not ready: token store does not answer');
+    const b = await both.call('GET', '/readyz');
+    assert.is((b.json() as { message: string }).message, 'not ready: storage and token store do not answer');
+    assert.is((await storage.call('GET', '/healthz')).status, 200, 'liveness is not readiness');
+  } finally {
+    await Promise.all([storage.close(), tokens.close(), both.close()]);
+  }
+});
+
+faults.run();

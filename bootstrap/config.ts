@@ -114,10 +114,14 @@ const Sha256Hex = new t.Type<string, string, unknown>(
   (s) => s,
 );
 
-const TokenEntryC = t.intersection([
-  t.union([t.type({ token: TokenSecret }), t.type({ sha256: Sha256Hex })]),
-  t.type({ owner: nonEmpty('owner', 256), subject: nonEmpty('subject', 256), scopes: t.array(ScopeC) }),
-]);
+const EntryFields = t.type({ owner: nonEmpty('owner', 256), subject: nonEmpty('subject', 256), scopes: t.array(ScopeC) });
+const PlainEntryC = t.intersection([t.type({ token: TokenSecret }), EntryFields]);
+const HashedEntryC = t.intersection([t.type({ sha256: Sha256Hex }), EntryFields]);
+/** The entry's secret member picks its codec, so an error speaks of the member that is there. */
+const TokenEntryC = (item: unknown) =>
+  typeof item === 'object' && item !== null && 'sha256' in item && !('token' in item)
+    ? HashedEntryC.decode(item)
+    : PlainEntryC.decode(item);
 
 const AuthTokensC = (raw: string): E.Either<string, readonly StaticTokenEntry[]> => {
   let json: unknown;
@@ -129,7 +133,7 @@ const AuthTokensC = (raw: string): E.Either<string, readonly StaticTokenEntry[]>
   if (!Array.isArray(json)) return E.left('must be a JSON array of token entries');
   const entries: StaticTokenEntry[] = [];
   for (const [i, item] of json.entries()) {
-    const decoded = TokenEntryC.decode(item);
+    const decoded = TokenEntryC(item);
     if (E.isLeft(decoded)) {
       const message = decoded.left.map((e) => e.message).find((m) => m !== undefined);
       return E.left(`entry ${i + 1}: ${message ?? 'needs "token" or "sha256", and "owner", "subject", "scopes"'}`);

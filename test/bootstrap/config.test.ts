@@ -1,0 +1,78 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ConfigError, loadConfig, type Env } from '../../bootstrap/config.js';
+
+const test = suite('configuration from the environment');
+
+const failure = (env: Env): string => {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) return e.message;
+    throw e;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+test('no variables at all is the embedded default', () => {
+  assert.equal(loadConfig({}), {
+    port: 3000,
+    host: undefined,
+    logLevel: 'info',
+    bodyLimit: 16384,
+    shutdownTimeoutMs: 10000,
+    storage: { kind: 'memory' },
+    auth: { kind: 'static', tokens: undefined },
+  });
+});
+
+test('a bad value names the variable, the problem, the value and a good example', () => {
+  assert.is(failure({ PORT: 'abc' }), 'PORT: must be an integer from 0 to 65535 (got "abc"); for example PORT=3000');
+  assert.is(failure({ PORT: '70000' }), 'PORT: must be an integer from 0 to 65535 (got "70000"); for example PORT=3000');
+  assert.match(failure({ STORAGE: 'postgres' }), /^STORAGE: must be one of memory, mongodb \(got "postgres"\); for example STORAGE=/);
+  assert.match(failure({ LOG_LEVEL: 'loud' }), /^LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent/);
+  assert.match(failure({ BODY_LIMIT: '1.5' }), /^BODY_LIMIT: must be an integer/);
+});
+
+test('a secret value is never repeated in the error line', () => {
+  const secret = 'super-secret-token-value';
+  const bad = JSON.stringify([{ token: secret + ' with space', owner: 'o', subject: 's', scopes: ['plants:read'] }]);
+  const message = failure({ AUTH_TOKENS: bad });
+  assert.match(message, /^AUTH_TOKENS: entry 1: token must be an RFC 6750 b64token/);
+  assert.not.ok(message.includes(secret));
+  const uri = 'mongodb//user:hunter2@host';
+  const m2 = failure({ STORAGE: 'mongodb', MONGODB_URI: uri });
+  assert.match(m2, /^MONGODB_URI: must be a mongodb:\/\/ or mongodb\+srv:\/\/ connection string; for example/);
+  assert.not.ok(m2.includes('hunter2'));
+});
+
+test('AUTH_TOKENS entries take a plain token or a sha256, an owner, a subject and scopes', () => {
+  const config = loadConfig({
+    AUTH_TOKENS: JSON.stringify([
+      { token: 'abc', owner: 'acme', subject: 'ci', scopes: ['plants:read', 'plants:write'] },
+      { sha256: 'A'.repeat(64), owner: 'acme', subject: 'reader', scopes: ['plants:read'] },
+    ]),
+  });
+  assert.equal(config.auth.tokens, [
+    { secret: { token: 'abc' }, owner: 'acme', subject: 'ci', scopes: ['plants:read', 'plants:write'] },
+    { secret: { sha256: 'a'.repeat(64) }, owner: 'acme', subject: 'reader', scopes: ['plants:read'] },
+  ]);
+  assert.match(failure({ AUTH_TOKENS: '{"token":"x"}' }), /^AUTH_TOKENS: must be a JSON array of token entries/);
+  assert.match(failure({ AUTH_TOKENS: '[{"token":"x","owner":"o","subject":"s","scopes":["admin"]}]' }), /entry 1: scopes must be plants:read and\/or plants:write/);
+  assert.match(failure({ AUTH_TOKENS: '[{"sha256":"abc","owner":"o","subject":"s","scopes":[]}]' }), /entry 1: sha256 must be 64 hex digits/);
+  assert.match(failure({ AUTH_TOKENS: '[{"token":"x","subject":"s","scopes":[]}]' }), /entry 1: owner must be a string/);
+});
+
+test('STORAGE=mongodb reads its own variables with their defaults', () => {
+  const config = loadConfig({ STORAGE: 'mongodb' });
+  assert.equal(config.storage, {
+    kind: 'mongodb',
+    uri: 'mongodb://127.0.0.1:27017',
+    db: 'plantstore',
+    timeoutMs: 2000,
+    writeConcern: 'majority',
+    journal: true,
+  });
+});
+
+test.run();

@@ -1,0 +1,82 @@
+import { connect } from 'node:net';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { runNode } from '../support/process.js';
+
+const test = suite('the service process');
+
+const listening = /"msg":"listening"/;
+const portOf = (stdout: string): number => Number(/"port":(\d+)/.exec(stdout)?.[1]);
+
+test('with no configuration it serves on memory with a generated token printed once', async () => {
+  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1' });
+  try {
+    const [, token] = await svc.waitFor(/generated a token[^\n]*\n([A-Za-z0-9_-]{43})\n/);
+    await svc.waitFor(listening);
+    assert.match(svc.stdout(), /in-memory storage: every plant is lost when the process exits/);
+    const base = `http://127.0.0.1:${portOf(svc.stdout())}`;
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const created = await fetch(`${base}/plants`, { method: 'POST', headers, body: '{"id": 1, "name": "Fern"}' });
+    assert.is(created.status, 200);
+    const listed = await fetch(`${base}/plants`, { headers });
+    assert.is(await listed.text(), '[{"name":"Fern"}]');
+    assert.is(svc.stdout().split(token as string).length - 1, 1, 'the token is printed once, and never logged');
+  } finally {
+    svc.child.kill('SIGKILL');
+  }
+});
+
+test('a bad variable stops start-up with exit 1 and one line naming it', async () => {
+  const svc = runNode('bootstrap/main.js', { PORT: 'eighty' });
+  assert.is(await svc.exited, 1);
+  assert.is(svc.stderr(), 'config: PORT: must be an integer from 0 to 65535 (got "eighty"); for example PORT=3000\n');
+  assert.not.match(svc.stdout(), listening);
+});
+
+test('a port already in use stops start-up with exit 1', async () => {
+  const first = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1', AUTH_TOKENS: '[{"token":"t","owner":"o","subject":"s","scopes":[]}]' });
+  try {
+    await first.waitFor(listening);
+    const second = runNode('bootstrap/main.js', { PORT: String(portOf(first.stdout())), HOST: '127.0.0.1' });
+    assert.is(await second.exited, 1);
+    assert.match(second.stderr(), /^start-up failed: .*EADDRINUSE/);
+  } finally {
+    first.child.kill('SIGKILL');
+  }
+});
+
+test('SIGTERM finishes the request in flight, closes idle keep-alive connections, and exits 0', async () => {
+  const token = 'drain-token';
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AUTH_TOKENS: JSON.stringify([{ token, owner: 'o', subject: 's', scopes: ['plants:read', 'plants:write'] }]),
+  });
+  await svc.waitFor(listening);
+  const port = portOf(svc.stdout());
+  // An idle keep-alive connection that must not hold the process open.
+  const idle = connect(port, '127.0.0.1');
+  await new Promise((r) => idle.once('connect', r));
+  idle.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+  await new Promise((r) => idle.once('data', r));
+  // A request in flight: headers sent, body not yet.
+  const body = '{"id": 5, "name": "late"}';
+  const busy = connect(port, '127.0.0.1');
+  await new Promise((r) => busy.once('connect', r));
+  busy.write(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+  await new Promise((r) => setTimeout(r, 50));
+  svc.child.kill('SIGTERM');
+  await svc.waitFor(/"msg":"stopping/);
+  let answer = '';
+  busy.on('data', (c: Buffer) => (answer += c.toString()));
+  const busyClosed = new Promise((r) => busy.once('close', r));
+  busy.write(body);
+  await busyClosed;
+  assert.match(answer, /^HTTP\/1\.1 200 OK/);
+  assert.match(answer, /\{"name":"late"\}$/);
+  assert.is(await svc.exited, 0);
+  assert.match(svc.stdout(), /"msg":"stopped"/);
+  idle.destroy();
+});
+
+test.run();

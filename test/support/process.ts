@@ -1,0 +1,52 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const distRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface Started {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  readonly exited: Promise<number | null>;
+  /** Resolves with the first stdout line matching, or rejects when the process exits first or time runs out. */
+  readonly waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpExecArray>;
+}
+
+/** Runs a compiled entry point (bootstrap/main.js, bootstrap/token-cli.js) with exactly the given environment. */
+export const runNode = (script: string, env: Record<string, string>, args: string[] = []): Started => {
+  const child = spawn(process.execPath, [join(distRoot, script), ...args], {
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+  });
+  let out = '';
+  let err = '';
+  const waiters: Array<() => void> = [];
+  child.stdout.on('data', (c: Buffer) => {
+    out += c.toString('utf8');
+    for (const w of waiters) w();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    err += c.toString('utf8');
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
+    for (const w of waiters) w();
+    resolve(code);
+  }));
+  const waitFor = (pattern: RegExp, timeoutMs = 10_000) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}; stdout: ${out}; stderr: ${err}`)), timeoutMs);
+      const check = () => {
+        const m = pattern.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m);
+        } else if (child.exitCode !== null) {
+          clearTimeout(timer);
+          reject(new Error(`exited ${child.exitCode} before ${pattern}; stdout: ${out}; stderr: ${err}`));
+        }
+      };
+      waiters.push(check);
+      check();
+    });
+  return { child, stdout: () => out, stderr: () => err, exited, waitFor };
+};

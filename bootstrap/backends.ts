@@ -6,6 +6,7 @@ import type { TokenVerifier } from '../application/ports/token-verifier.js';
 import { Owner } from '../domain/plant.js';
 import { SCOPES } from '../domain/principal.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
+import { mongoPlantStore } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { sha256, staticTokenVerifier, type StaticToken } from '../adapters/tokens/static/static-token-verifier.js';
 import { ConfigError, type Config, type StaticTokenEntry } from './config.js';
 
@@ -37,14 +38,26 @@ const staticTokens = (configured: readonly StaticTokenEntry[] | undefined) => {
 };
 
 /** Chooses and connects the adapters that the configuration names; the only place that choice is made. */
-export const connectBackends = async (config: Config, _logger: Logger): Promise<Backends> => {
+export const connectBackends = async (config: Config, logger: Logger): Promise<Backends> => {
   const closers: Array<() => Promise<void>> = [];
   const plants = (() => {
-    switch (config.storage.kind) {
+    const storage = config.storage;
+    switch (storage.kind) {
       case 'memory':
         return memoryPlantRepository();
-      case 'mongodb':
-        throw new ConfigError('STORAGE: mongodb is not available in this build; for example STORAGE=memory');
+      case 'mongodb': {
+        let store: ReturnType<typeof mongoPlantStore>;
+        try {
+          store = mongoPlantStore({ ...storage, logger });
+        } catch {
+          // The driver's parse error may quote the URI, credentials included: say only what is wrong.
+          throw new ConfigError(
+            'MONGODB_URI: is not a valid MongoDB connection string; for example MONGODB_URI=mongodb://127.0.0.1:27017',
+          );
+        }
+        closers.push(store.close);
+        return store.repository;
+      }
     }
   })();
   const { tokens, generatedToken } = staticTokens(config.auth.tokens);

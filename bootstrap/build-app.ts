@@ -7,7 +7,9 @@ import { createHttpApp, type HttpAppDeps } from '../adapters/http/app.js';
  */
 export const buildApp = (deps: HttpAppDeps): Server => {
   const app = createHttpApp(deps);
-  const server = createServer((req, res) => void app.handler(req as Parameters<typeof app.handler>[0], res, undefined as never));
+  const server = createServer(
+    (req, res) => void app.handler(req as Parameters<typeof app.handler>[0], res, undefined as never),
+  );
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   return server;

@@ -82,7 +82,10 @@ const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 const ScopeC = new t.Type<Scope, string, unknown>(
   'Scope',
   (u): u is Scope => typeof u === 'string' && isScope(u),
-  (u, c) => (typeof u === 'string' && isScope(u) ? t.success(u) : t.failure(u, c, 'scopes must be plants:read and/or plants:write')),
+  (u, c) =>
+    typeof u === 'string' && isScope(u)
+      ? t.success(u)
+      : t.failure(u, c, 'scopes must be plants:read and/or plants:write'),
   (s) => s,
 );
 
@@ -110,11 +113,18 @@ const TokenSecret = new t.Type<string, string, unknown>(
 const Sha256Hex = new t.Type<string, string, unknown>(
   'sha256',
   (u): u is string => typeof u === 'string',
-  (u, c) => (typeof u === 'string' && /^[0-9a-fA-F]{64}$/.test(u) ? t.success(u.toLowerCase()) : t.failure(u, c, 'sha256 must be 64 hex digits')),
+  (u, c) =>
+    typeof u === 'string' && /^[0-9a-fA-F]{64}$/.test(u)
+      ? t.success(u.toLowerCase())
+      : t.failure(u, c, 'sha256 must be 64 hex digits'),
   (s) => s,
 );
 
-const EntryFields = t.type({ owner: nonEmpty('owner', 256), subject: nonEmpty('subject', 256), scopes: t.array(ScopeC) });
+const EntryFields = t.type({
+  owner: nonEmpty('owner', 256),
+  subject: nonEmpty('subject', 256),
+  scopes: t.array(ScopeC),
+});
 const PlainEntryC = t.intersection([t.type({ token: TokenSecret }), EntryFields]);
 const HashedEntryC = t.intersection([t.type({ sha256: Sha256Hex }), EntryFields]);
 /** The entry's secret member picks its codec, so an error speaks of the member that is there. */
@@ -150,13 +160,20 @@ const AuthTokensC = (raw: string): E.Either<string, readonly StaticTokenEntry[]>
 };
 
 const MongoUriC = (raw: string) =>
-  /^mongodb(\+srv)?:\/\/[^\s]+$/.test(raw) ? E.right(raw) : E.left('must be a mongodb:// or mongodb+srv:// connection string');
+  /^mongodb(\+srv)?:\/\/[^\s]+$/.test(raw)
+    ? E.right(raw)
+    : E.left('must be a mongodb:// or mongodb+srv:// connection string');
 
 const DbNameC = (raw: string) =>
   /^[A-Za-z0-9_-]{1,63}$/.test(raw) ? E.right(raw) : E.left('must be 1 to 63 letters, digits, "_" or "-"');
 
 const WriteConcernC = (raw: string): E.Either<string, 'majority' | number> =>
-  raw === 'majority' ? E.right('majority') : pipe(integer(1, 50)(raw), E.mapLeft(() => 'must be majority or a number of members from 1 to 50'));
+  raw === 'majority'
+    ? E.right('majority')
+    : pipe(
+        integer(1, 50)(raw),
+        E.mapLeft(() => 'must be majority or a number of members from 1 to 50'),
+      );
 
 const BooleanC = (raw: string) =>
   raw === 'true' ? E.right(true) : raw === 'false' ? E.right(false) : E.left('must be true or false');
@@ -168,10 +185,26 @@ export const variables = {
   LOG_LEVEL: { name: 'LOG_LEVEL', read: oneOf(LOG_LEVELS), fallback: 'info' as LogLevel, example: 'info' },
   BODY_LIMIT: { name: 'BODY_LIMIT', read: integer(64, 16 * 1024 * 1024), fallback: 16384, example: '16384' },
   SHUTDOWN_TIMEOUT_MS: { name: 'SHUTDOWN_TIMEOUT_MS', read: integer(0, 600_000), fallback: 10_000, example: '10000' },
-  STORAGE: { name: 'STORAGE', read: oneOf(['memory', 'mongodb'] as const), fallback: 'memory' as 'memory' | 'mongodb', example: 'mongodb' },
-  MONGODB_URI: { name: 'MONGODB_URI', read: MongoUriC, fallback: 'mongodb://127.0.0.1:27017', example: 'mongodb://127.0.0.1:27017', secret: true },
+  STORAGE: {
+    name: 'STORAGE',
+    read: oneOf(['memory', 'mongodb'] as const),
+    fallback: 'memory' as 'memory' | 'mongodb',
+    example: 'mongodb',
+  },
+  MONGODB_URI: {
+    name: 'MONGODB_URI',
+    read: MongoUriC,
+    fallback: 'mongodb://127.0.0.1:27017',
+    example: 'mongodb://127.0.0.1:27017',
+    secret: true,
+  },
   MONGODB_DB: { name: 'MONGODB_DB', read: DbNameC, fallback: 'plantstore', example: 'plantstore' },
-  MONGODB_WRITE_CONCERN: { name: 'MONGODB_WRITE_CONCERN', read: WriteConcernC, fallback: 'majority' as 'majority' | number, example: 'majority' },
+  MONGODB_WRITE_CONCERN: {
+    name: 'MONGODB_WRITE_CONCERN',
+    read: WriteConcernC,
+    fallback: 'majority' as 'majority' | number,
+    example: 'majority',
+  },
   MONGODB_JOURNAL: { name: 'MONGODB_JOURNAL', read: BooleanC, fallback: true, example: 'true' },
   STORAGE_TIMEOUT_MS: { name: 'STORAGE_TIMEOUT_MS', read: integer(50, 60_000), fallback: 2000, example: '2000' },
   AUTH: { name: 'AUTH', read: oneOf(['static'] as const), fallback: 'static' as const, example: 'static' },

@@ -62,7 +62,13 @@ export const createHttpApp = (deps: HttpAppDeps) => {
   const openApiJson = stringify(openApiDocument({ bodyLimit: deps.bodyLimit })) as string;
 
   /** Every response leaves through here: common headers, then one log line. */
-  const send = (req: Exchange, res: ServerResponse, status: number, body: string | undefined, headers?: Readonly<Record<string, string>>) => {
+  const send = (
+    req: Exchange,
+    res: ServerResponse,
+    status: number,
+    body: string | undefined,
+    headers?: Readonly<Record<string, string>>,
+  ) => {
     if (res.headersSent || res.destroyed) return;
     res.statusCode = status;
     res.setHeader('x-request-id', req.id);
@@ -112,7 +118,8 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     return result.right;
   };
 
-  const named = (route: string, handler: (req: Exchange, res: ServerResponse) => Promise<void> | void) =>
+  const named =
+    (route: string, handler: (req: Exchange, res: ServerResponse) => Promise<void> | void) =>
     (req: Request, res: ServerResponse) => {
       const exchange = req as Exchange;
       exchange.route = route;
@@ -142,7 +149,10 @@ export const createHttpApp = (deps: HttpAppDeps) => {
   });
 
   app
-    .get(HEALTHZ, named('GET /healthz', (req, res) => ok(req, res, '{"status":"ok"}')))
+    .get(
+      HEALTHZ,
+      named('GET /healthz', (req, res) => ok(req, res, '{"status":"ok"}')),
+    )
     .all(HEALTHZ, methodNotAllowed('/healthz', 'GET, HEAD'))
     .get(
       READYZ,
@@ -156,7 +166,10 @@ export const createHttpApp = (deps: HttpAppDeps) => {
       }),
     )
     .all(READYZ, methodNotAllowed('/readyz', 'GET, HEAD'))
-    .get(OPENAPI, named('GET /openapi.json', (req, res) => ok(req, res, openApiJson)))
+    .get(
+      OPENAPI,
+      named('GET /openapi.json', (req, res) => ok(req, res, openApiJson)),
+    )
     .all(OPENAPI, methodNotAllowed('/openapi.json', 'GET, HEAD'))
     .get(
       PLANTS,
@@ -172,7 +185,9 @@ export const createHttpApp = (deps: HttpAppDeps) => {
           req,
           res,
           plantsJson(plants),
-          next === undefined ? undefined : { link: `</plants?limit=${next.limit}&cursor=${encodeCursor(next.after)}>; rel="next"` },
+          next === undefined
+            ? undefined
+            : { link: `</plants?limit=${next.limit}&cursor=${encodeCursor(next.after)}>; rel="next"` },
         );
       }),
     )

@@ -40,7 +40,8 @@ export const readBody = (req: IncomingMessage, limit: number): Promise<E.Either<
         finish(E.left({ _tag: 'PayloadTooLarge', limit }));
       } else chunks.push(chunk);
     };
-    const onEnd = (): void => finish(E.right(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
+    const onEnd = (): void =>
+      finish(E.right(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
     const onGone = (): void => finish(undefined);
     req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
   });

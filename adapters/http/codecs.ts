@@ -39,7 +39,11 @@ const IdFromJsonNumber = field('PlantId', (key, u) => {
   return isLosslessNumber(u) ? PlantId.fromJsonNumber(key, u.value) : E.left(PlantId.rule);
 });
 
-const text = <A extends string>(name: string, from: (key: string, s: string) => E.Either<FieldRuleBroken, A>, max: number) =>
+const text = <A extends string>(
+  name: string,
+  from: (key: string, s: string) => E.Either<FieldRuleBroken, A>,
+  max: number,
+) =>
   field<A>(name, (key, u) => {
     const missing = required(u);
     if (missing !== undefined) return E.left(missing);
@@ -56,9 +60,7 @@ const NewPlantBody = t.intersection([t.type({ id: IdFromJsonNumber, name: NameC 
 const describe = (errors: t.Errors): FieldRuleBroken => {
   const first = errors[0];
   if (first === undefined) return { _tag: 'FieldRuleBroken', field: 'body', rule: 'is not valid' };
-  const path = first.context
-    .map((entry) => entry.key)
-    .filter((key) => key !== '' && !/^[0-9]+$/.test(key)); // drop the intersection's member indexes
+  const path = first.context.map((entry) => entry.key).filter((key) => key !== '' && !/^[0-9]+$/.test(key)); // drop the intersection's member indexes
   const fieldName = path.join('.') || 'body';
   return {
     _tag: 'FieldRuleBroken',

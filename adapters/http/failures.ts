@@ -69,7 +69,11 @@ export const toResponse = (failure: Failure): FailureResponse => {
     case 'RouteNotFound':
       return { status: 404, message: 'no such resource; see /openapi.json' };
     case 'MethodNotAllowed':
-      return { status: 405, message: `method not allowed here; use ${failure.allow}`, headers: { allow: failure.allow } };
+      return {
+        status: 405,
+        message: `method not allowed here; use ${failure.allow}`,
+        headers: { allow: failure.allow },
+      };
     case 'PlantConflict':
       return { status: 409, message: 'id: a plant with this id and a different name or tag already exists' };
     case 'PayloadTooLarge':

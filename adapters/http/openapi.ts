@@ -40,7 +40,7 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
     version: '1.0.0',
     description: [
       'A multi-tenant store of plants. Every plant belongs to the owner of the principal that created it; a principal',
-      'sees and deletes only its own owner\'s plants, and another owner\'s plant is indistinguishable from a missing one.',
+      "sees and deletes only its own owner's plants, and another owner's plant is indistinguishable from a missing one.",
       'Every failure answers the Error body, with `error` equal to the HTTP status. An unknown path answers 404 and a',
       'known path with a method it does not have answers 405 with an `Allow` header, both with the Error body.',
       'Authentication happens before a request body is read or validated.',
@@ -66,7 +66,8 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
             name: 'cursor',
             in: 'query',
             required: false,
-            description: 'Opaque; only a value taken from a `Link: rel="next"` header of this service. Anything else answers 400.',
+            description:
+              'Opaque; only a value taken from a `Link: rel="next"` header of this service. Anything else answers 400.',
             schema: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9_-]+$' },
           },
         ],
@@ -76,15 +77,20 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
             headers: {
               ...commonHeaders,
               Link: {
-                description: 'RFC 8288 link to the next page, present only when more plants follow: `</plants?limit=N&cursor=C>; rel="next"`.',
+                description:
+                  'RFC 8288 link to the next page, present only when more plants follow: `</plants?limit=N&cursor=C>; rel="next"`.',
                 schema: { type: 'string' },
               },
             },
             content: {
-              'application/json': { schema: { type: 'array', maxItems: PAGE_MAX, items: { $ref: '#/components/schemas/Plant' } } },
+              'application/json': {
+                schema: { type: 'array', maxItems: PAGE_MAX, items: { $ref: '#/components/schemas/Plant' } },
+              },
             },
           },
-          '400': error('`limit` or `cursor` is not valid, or given more than once; `message` names the parameter and the rule.'),
+          '400': error(
+            '`limit` or `cursor` is not valid, or given more than once; `message` names the parameter and the rule.',
+          ),
           ...authFailures,
           ...serverFailures,
         },
@@ -106,11 +112,15 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
             headers: commonHeaders,
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Plant' } } },
           },
-          '400': error('The body is not JSON, not an object, or breaks a field rule; `message` names the field and the rule, e.g. "name: must be 1 to 200 characters".'),
+          '400': error(
+            'The body is not JSON, not an object, or breaks a field rule; `message` names the field and the rule, e.g. "name: must be 1 to 200 characters".',
+          ),
           ...authFailures,
           '409': error('The owner already has a plant with this id and a different name or tag; nothing was changed.'),
           '413': error(`The body is larger than ${bodyLimit} bytes; it is not read, and the connection is closed.`),
-          '415': error('Content-Type is not application/json (parameters such as charset=utf-8 are allowed; another charset is not).'),
+          '415': error(
+            'Content-Type is not application/json (parameters such as charset=utf-8 are allowed; another charset is not).',
+          ),
           ...serverFailures,
         },
       },
@@ -133,7 +143,9 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
           '204': { description: 'Deleted; no body.', headers: commonHeaders },
           '400': error('The id is not a decimal int64.'),
           ...authFailures,
-          '404': error("The caller's owner has no plant with this id (never existed, already deleted, or another owner's)."),
+          '404': error(
+            "The caller's owner has no plant with this id (never existed, already deleted, or another owner's).",
+          ),
           ...serverFailures,
         },
       },
@@ -177,7 +189,11 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
         summary: 'This document',
         security: [],
         responses: {
-          '200': { description: 'The OpenAPI 3.1.0 document.', headers: commonHeaders, content: { 'application/json': { schema: { type: 'object' } } } },
+          '200': {
+            description: 'The OpenAPI 3.1.0 document.',
+            headers: commonHeaders,
+            content: { 'application/json': { schema: { type: 'object' } } },
+          },
           '500': { $ref: '#/components/responses/InternalError' },
         },
       },
@@ -201,7 +217,8 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
             format: 'int64',
             minimum: INT64_MIN,
             maximum: INT64_MAX,
-            description: 'Unique per owner. Kept exact over the whole int64 range (also beyond 2^53). A number with a zero fraction (7.0, 7e0) is the integer 7; strings, fractions, booleans and null are refused.',
+            description:
+              'Unique per owner. Kept exact over the whole int64 range (also beyond 2^53). A number with a zero fraction (7.0, 7e0) is the integer 7; strings, fractions, booleans and null are refused.',
           },
           name: { $ref: '#/components/schemas/PlantName' },
           tag: { $ref: '#/components/schemas/PlantTag' },
@@ -245,12 +262,17 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
     headers: {
       'X-Request-Id': {
         required: true,
-        description: "The caller's X-Request-Id when it is 1 to 128 characters of [A-Za-z0-9._:-], otherwise a new random id; also in the server's log line.",
+        description:
+          "The caller's X-Request-Id when it is 1 to 128 characters of [A-Za-z0-9._:-], otherwise a new random id; also in the server's log line.",
         schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
       },
       'Cache-Control': { required: true, schema: { const: 'no-store' } },
       'X-Content-Type-Options': { required: true, schema: { const: 'nosniff' } },
-      'Retry-After': { required: true, description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^[0-9]+$', default: String(RETRY_AFTER_SECONDS) } },
+      'Retry-After': {
+        required: true,
+        description: 'Seconds to wait before retrying.',
+        schema: { type: 'string', pattern: '^[0-9]+$', default: String(RETRY_AFTER_SECONDS) },
+      },
       'WWW-Authenticate': { required: true, schema: { type: 'string', pattern: '^Bearer realm="plants"' } },
     },
     responses: {
@@ -263,11 +285,16 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
         { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
       ),
       NotFound: error('Unknown path.'),
-      MethodNotAllowed: error('Known path, method it does not have.', { Allow: { required: true, schema: { type: 'string' } } }),
-      InternalError: error('An unexpected fault; the body is exactly {"error":500,"message":"internal error"}.'),
-      Unavailable: error(`A backend the request needs (storage, token store) is unreachable or too slow (bounded, default 2 s).`, {
-        'Retry-After': { $ref: '#/components/headers/Retry-After' },
+      MethodNotAllowed: error('Known path, method it does not have.', {
+        Allow: { required: true, schema: { type: 'string' } },
       }),
+      InternalError: error('An unexpected fault; the body is exactly {"error":500,"message":"internal error"}.'),
+      Unavailable: error(
+        `A backend the request needs (storage, token store) is unreachable or too slow (bounded, default 2 s).`,
+        {
+          'Retry-After': { $ref: '#/components/headers/Retry-After' },
+        },
+      ),
     },
   },
 });

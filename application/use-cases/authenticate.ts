@@ -11,5 +11,10 @@ export const authenticate =
   (token: string): TE.TaskEither<InvalidToken | TokenStoreUnavailable, Principal> =>
     pipe(
       tokens.verify(token),
-      TE.chainW(O.match(() => TE.left<InvalidToken, Principal>(invalidToken), (principal) => TE.right(principal))),
+      TE.chainW(
+        O.match(
+          () => TE.left<InvalidToken, Principal>(invalidToken),
+          (principal) => TE.right(principal),
+        ),
+      ),
     );

@@ -9,14 +9,15 @@ import { principal, right } from '../support/fixtures.js';
 tokenVerifierContract('static', async () => ({
   withPrincipals: async (principals) => {
     const tokens = principals.map(() => randomBytes(24).toString('base64url'));
-    const verifier = staticTokenVerifier(principals.map((p, i) => ({ sha256: sha256(tokens[i] as string), principal: p })));
+    const verifier = staticTokenVerifier(
+      principals.map((p, i) => ({ sha256: sha256(tokens[i] as string), principal: p })),
+    );
     return { verifier, tokens };
   },
   teardown: async () => {},
 }));
 
 const test = suite('static token set');
-
 
 test('a token given by its sha256 hex resolves like a plain one', async () => {
   const token = 'given-as-hash';

@@ -60,7 +60,9 @@ create('another owner may use the same id', async () => {
 });
 
 create('a store that does not answer is StorageUnavailable', async () => {
-  assert.equal(await left(createPlant({ plants: downRepository })(principal(), aPlant(1n))), { _tag: 'StorageUnavailable' });
+  assert.equal(await left(createPlant({ plants: downRepository })(principal(), aPlant(1n))), {
+    _tag: 'StorageUnavailable',
+  });
 });
 
 create.run();
@@ -69,7 +71,10 @@ const list = suite('list-plants');
 
 list('needs plants:read', async () => {
   const { list: run } = setup();
-  assert.equal(await left(run(principal(freshOwner(), ['plants:write']), {})), { _tag: 'MissingScope', scope: 'plants:read' });
+  assert.equal(await left(run(principal(freshOwner(), ['plants:write']), {})), {
+    _tag: 'MissingScope',
+    scope: 'plants:read',
+  });
 });
 
 list('serves only the principal’s owner’s plants, ascending by id', async () => {

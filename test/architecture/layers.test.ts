@@ -73,11 +73,28 @@ test('the rules catch a domain file importing polka, an application file importi
     for (const d of ['domain', 'application', 'adapters/storage']) mkdirSync(join(dir, d), { recursive: true });
     writeFileSync(join(dir, 'adapters/storage/store.ts'), 'export const store = 1;\n');
     writeFileSync(join(dir, 'domain/bad.ts'), "import polka from 'polka';\nexport const x = polka;\n");
-    writeFileSync(join(dir, 'application/bad.ts'), "import { store } from '../adapters/storage/store.js';\nimport { createServer } from 'node:http';\nexport const y = [store, createServer];\n");
+    writeFileSync(
+      join(dir, 'application/bad.ts'),
+      "import { store } from '../adapters/storage/store.js';\nimport { createServer } from 'node:http';\nexport const y = [store, createServer];\n",
+    );
     const { violations } = await violationsIn(dir, ['domain', 'application', 'adapters']);
-    assert.ok(violations.some((v) => v.startsWith('domain-is-pure: domain/bad.ts')), violations.join('\n'));
-    assert.ok(violations.some((v) => v === 'application-depends-on-ports-only: application/bad.ts -> adapters/storage/store.ts'), violations.join('\n'));
-    assert.ok(violations.some((v) => v.startsWith('application-depends-on-ports-only: application/bad.ts -> node:http') || v.endsWith('-> http')), violations.join('\n'));
+    assert.ok(
+      violations.some((v) => v.startsWith('domain-is-pure: domain/bad.ts')),
+      violations.join('\n'),
+    );
+    assert.ok(
+      violations.some(
+        (v) => v === 'application-depends-on-ports-only: application/bad.ts -> adapters/storage/store.ts',
+      ),
+      violations.join('\n'),
+    );
+    assert.ok(
+      violations.some(
+        (v) =>
+          v.startsWith('application-depends-on-ports-only: application/bad.ts -> node:http') || v.endsWith('-> http'),
+      ),
+      violations.join('\n'),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -28,9 +28,18 @@ test('no variables at all is the embedded default', () => {
 
 test('a bad value names the variable, the problem, the value and a good example', () => {
   assert.is(failure({ PORT: 'abc' }), 'PORT: must be an integer from 0 to 65535 (got "abc"); for example PORT=3000');
-  assert.is(failure({ PORT: '70000' }), 'PORT: must be an integer from 0 to 65535 (got "70000"); for example PORT=3000');
-  assert.match(failure({ STORAGE: 'postgres' }), /^STORAGE: must be one of memory, mongodb \(got "postgres"\); for example STORAGE=/);
-  assert.match(failure({ LOG_LEVEL: 'loud' }), /^LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent/);
+  assert.is(
+    failure({ PORT: '70000' }),
+    'PORT: must be an integer from 0 to 65535 (got "70000"); for example PORT=3000',
+  );
+  assert.match(
+    failure({ STORAGE: 'postgres' }),
+    /^STORAGE: must be one of memory, mongodb \(got "postgres"\); for example STORAGE=/,
+  );
+  assert.match(
+    failure({ LOG_LEVEL: 'loud' }),
+    /^LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent/,
+  );
   assert.match(failure({ BODY_LIMIT: '1.5' }), /^BODY_LIMIT: must be an integer/);
 });
 
@@ -58,9 +67,18 @@ test('AUTH_TOKENS entries take a plain token or a sha256, an owner, a subject an
     { secret: { sha256: 'a'.repeat(64) }, owner: 'acme', subject: 'reader', scopes: ['plants:read'] },
   ]);
   assert.match(failure({ AUTH_TOKENS: '{"token":"x"}' }), /^AUTH_TOKENS: must be a JSON array of token entries/);
-  assert.match(failure({ AUTH_TOKENS: '[{"token":"x","owner":"o","subject":"s","scopes":["admin"]}]' }), /entry 1: scopes must be plants:read and\/or plants:write/);
-  assert.match(failure({ AUTH_TOKENS: '[{"sha256":"abc","owner":"o","subject":"s","scopes":[]}]' }), /entry 1: sha256 must be 64 hex digits/);
-  assert.match(failure({ AUTH_TOKENS: '[{"token":"x","subject":"s","scopes":[]}]' }), /entry 1: owner must be a string/);
+  assert.match(
+    failure({ AUTH_TOKENS: '[{"token":"x","owner":"o","subject":"s","scopes":["admin"]}]' }),
+    /entry 1: scopes must be plants:read and\/or plants:write/,
+  );
+  assert.match(
+    failure({ AUTH_TOKENS: '[{"sha256":"abc","owner":"o","subject":"s","scopes":[]}]' }),
+    /entry 1: sha256 must be 64 hex digits/,
+  );
+  assert.match(
+    failure({ AUTH_TOKENS: '[{"token":"x","subject":"s","scopes":[]}]' }),
+    /entry 1: owner must be a string/,
+  );
 });
 
 test('STORAGE=mongodb reads its own variables with their defaults', () => {

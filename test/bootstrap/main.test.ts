@@ -34,7 +34,11 @@ test('a bad variable stops start-up with exit 1 and one line naming it', async (
 });
 
 test('a port already in use stops start-up with exit 1', async () => {
-  const first = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1', AUTH_TOKENS: '[{"token":"t","owner":"o","subject":"s","scopes":[]}]' });
+  const first = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AUTH_TOKENS: '[{"token":"t","owner":"o","subject":"s","scopes":[]}]',
+  });
   try {
     await first.waitFor(listening);
     const second = runNode('bootstrap/main.js', { PORT: String(portOf(first.stdout())), HOST: '127.0.0.1' });
@@ -63,7 +67,9 @@ test('SIGTERM finishes the request in flight, closes idle keep-alive connections
   const body = '{"id": 5, "name": "late"}';
   const busy = connect(port, '127.0.0.1');
   await new Promise((r) => busy.once('connect', r));
-  busy.write(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+  busy.write(
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+  );
   await new Promise((r) => setTimeout(r, 50));
   svc.child.kill('SIGTERM');
   await svc.waitFor(/"msg":"stopping/);

@@ -63,17 +63,42 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
   test('inserting an id the owner has reports the stored plant and changes nothing', async (ctx) => {
     const owner = freshOwner();
     await right(repo(ctx).insert(owner, aPlant(7n, 'Fern', 'a')));
-    assert.equal(await right(repo(ctx).insert(owner, aPlant(7n, 'Palm'))), { _tag: 'Exists', stored: aPlant(7n, 'Fern', 'a') });
-    assert.equal(await right(repo(ctx).insert(owner, aPlant(7n, 'Fern', 'a'))), { _tag: 'Exists', stored: aPlant(7n, 'Fern', 'a') });
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(7n, 'Palm'))), {
+      _tag: 'Exists',
+      stored: aPlant(7n, 'Fern', 'a'),
+    });
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(7n, 'Fern', 'a'))), {
+      _tag: 'Exists',
+      stored: aPlant(7n, 'Fern', 'a'),
+    });
     assert.equal((await right(repo(ctx).page(owner, undefined, 10))).plants, [aPlant(7n, 'Fern', 'a')]);
   });
 
   test('ids are kept exact and ordered numerically across the whole int64 range', async (ctx) => {
     const owner = freshOwner();
-    const edge = [INT64_MIN, INT64_MIN + 1n, -(2n ** 53n) - 1n, -(2n ** 53n), -1n, 0n, 1n, 9n, 10n, 2n ** 31n, 2n ** 32n, 2n ** 53n, 2n ** 53n + 1n, INT64_MAX - 1n, INT64_MAX];
+    const edge = [
+      INT64_MIN,
+      INT64_MIN + 1n,
+      -(2n ** 53n) - 1n,
+      -(2n ** 53n),
+      -1n,
+      0n,
+      1n,
+      9n,
+      10n,
+      2n ** 31n,
+      2n ** 32n,
+      2n ** 53n,
+      2n ** 53n + 1n,
+      INT64_MAX - 1n,
+      INT64_MAX,
+    ];
     for (const id of shuffled(edge)) await right(repo(ctx).insert(owner, aPlant(id)));
     const all = await readAll(repo(ctx), owner, 4);
-    assert.equal(ids(all), [...edge].sort((a, b) => (a < b ? -1 : 1)));
+    assert.equal(
+      ids(all),
+      [...edge].sort((a, b) => (a < b ? -1 : 1)),
+    );
     assert.is(all.find((p) => p.id === 2n ** 53n + 1n)?.name, `plant ${2n ** 53n + 1n}`);
   });
 
@@ -125,8 +150,13 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
     for (const id of initial) {
       if (!deletedAhead.has(id)) assert.ok(seen.includes(id as PlantId), `plant ${id} present throughout was served`);
     }
-    for (const id of deletedAhead) assert.not.ok(seen.includes(id as PlantId), `plant ${id} deleted before its page was not served`);
-    assert.equal(seen, [...seen].sort((a, b) => (a < b ? -1 : 1)), 'served in ascending order');
+    for (const id of deletedAhead)
+      assert.not.ok(seen.includes(id as PlantId), `plant ${id} deleted before its page was not served`);
+    assert.equal(
+      seen,
+      [...seen].sort((a, b) => (a < b ? -1 : 1)),
+      'served in ascending order',
+    );
   });
 
   test("owners are isolated: the same id under two owners, and one owner's delete leaves the other's plant", async (ctx) => {

@@ -35,7 +35,11 @@ export const tokenVerifierContract = (adapter: string, setup: TokenStoreSetup): 
   }
 
   test('each token resolves to its own principal: subject, owner and scopes', async (ctx) => {
-    const people = [principal(freshOwner('a')), principal(freshOwner('b'), ['plants:read']), principal(freshOwner('c'), ['plants:write'])];
+    const people = [
+      principal(freshOwner('a')),
+      principal(freshOwner('b'), ['plants:read']),
+      principal(freshOwner('c'), ['plants:write']),
+    ];
     const { verifier, tokens } = await store(ctx).withPrincipals(people);
     for (const [i, p] of people.entries()) {
       const found = await right(verifier.verify(tokens[i] as string));

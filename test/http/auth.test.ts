@@ -64,7 +64,10 @@ test('an unknown token is 401 invalid_token', async ({ svc }) => {
 });
 
 test('a token without plants:write is 403 on create and delete, naming the scope', async ({ svc }) => {
-  for (const [method, path] of [['POST', '/plants'], ['DELETE', '/plants/1']] as const) {
+  for (const [method, path] of [
+    ['POST', '/plants'],
+    ['DELETE', '/plants/1'],
+  ] as const) {
     const res = await svc.call(method, path, { token: svc.token.aliceReader, body: '{"id":1,"name":"x"}' });
     assert.is(res.status, 403, `${method} ${path}`);
     assert.is(res.headers.get('www-authenticate'), `${REALM}, error="insufficient_scope", scope="plants:write"`);
@@ -79,7 +82,9 @@ test('a token without plants:read is 403 on list, naming the scope', async ({ sv
   }
 });
 
-test('authentication comes before the body: a bad body unauthenticated is 401, never 400, 413 or 415', async ({ svc }) => {
+test('authentication comes before the body: a bad body unauthenticated is 401, never 400, 413 or 415', async ({
+  svc,
+}) => {
   const bad = [
     { body: '{not json', headers: {} },
     { body: '{"id":"7"}', headers: {} },
@@ -117,7 +122,10 @@ down.after(async (ctx) => ctx.svc.close());
 
 down('a request with a token is 503 with Retry-After, never 401', async ({ svc }) => {
   for (const [method, path] of protectedCalls) {
-    const res = await svc.call(method, path, { token: 'any-token', body: method === 'POST' ? '{}' : undefined } as never);
+    const res = await svc.call(method, path, {
+      token: 'any-token',
+      body: method === 'POST' ? '{}' : undefined,
+    } as never);
     assert.is(res.status, 503, `${method} ${path}`);
     assert.is(res.headers.get('retry-after'), '1');
     assert.match((res.json() as { message: string }).message, /token store/);

@@ -16,17 +16,36 @@ test('validates against the OpenAPI 3.1 schema', async () => {
 
 test('documents every operation with the Error body on every failure status', () => {
   const doc = JSON.parse(text) as {
-    paths: Record<string, Record<string, { responses: Record<string, { $ref?: string; content?: Record<string, { schema: { $ref?: string } }> }> }>>;
+    paths: Record<
+      string,
+      Record<
+        string,
+        { responses: Record<string, { $ref?: string; content?: Record<string, { schema: { $ref?: string } }> }> }
+      >
+    >;
     components: { responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> };
   };
-  const ops = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
-  assert.equal(ops.sort(), ['DELETE /plants/{id}', 'GET /healthz', 'GET /openapi.json', 'GET /plants', 'GET /readyz', 'POST /plants']);
+  const ops = Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`),
+  );
+  assert.equal(ops.sort(), [
+    'DELETE /plants/{id}',
+    'GET /healthz',
+    'GET /openapi.json',
+    'GET /plants',
+    'GET /readyz',
+    'POST /plants',
+  ]);
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       for (const [status, response] of Object.entries(op.responses)) {
         if (Number(status) < 400) continue;
         const resolved = response.$ref ? doc.components.responses[response.$ref.split('/').pop() as string] : response;
-        assert.is(resolved?.content?.['application/json']?.schema.$ref, '#/components/schemas/Error', `${method} ${path} ${status}`);
+        assert.is(
+          resolved?.content?.['application/json']?.schema.$ref,
+          '#/components/schemas/Error',
+          `${method} ${path} ${status}`,
+        );
       }
     }
   }

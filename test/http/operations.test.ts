@@ -58,7 +58,13 @@ test('a known path with another method is 405 with Allow', async ({ svc }) => {
 });
 
 test('every response carries X-Request-Id, Cache-Control: no-store and nosniff', async ({ svc }) => {
-  for (const [method, path] of [['GET', '/healthz'], ['GET', '/nowhere'], ['PUT', '/plants'], ['GET', '/plants'], ['DELETE', '/plants/x']] as const) {
+  for (const [method, path] of [
+    ['GET', '/healthz'],
+    ['GET', '/nowhere'],
+    ['PUT', '/plants'],
+    ['GET', '/plants'],
+    ['DELETE', '/plants/x'],
+  ] as const) {
     const res = await svc.call(method, path);
     assert.ok(res.headers.get('x-request-id'), `${method} ${path}`);
     assert.is(res.headers.get('cache-control'), 'no-store');
@@ -75,7 +81,9 @@ test('the caller’s valid X-Request-Id is echoed and logged; an invalid one is 
   assert.is(line?.['status'], 200);
   assert.is(line?.['route'], 'GET /healthz');
   for (const bad of ['has space', 'x'.repeat(129), 'semi;colon', 'ünï']) {
-    const res = await svc.call('GET', '/healthz', { headers: { 'x-request-id': encodeURI(bad) === bad ? bad : 'semi;colon' } });
+    const res = await svc.call('GET', '/healthz', {
+      headers: { 'x-request-id': encodeURI(bad) === bad ? bad : 'semi;colon' },
+    });
     const given = res.headers.get('x-request-id');
     assert.ok(given !== null && given !== bad && /^[A-Za-z0-9._:-]{1,128}$/.test(given), bad);
   }
@@ -84,7 +92,9 @@ test('the caller’s valid X-Request-Id is echoed and logged; an invalid one is 
   assert.is.not(a, b, 'generated ids differ');
 });
 
-test('one log line per request names method, route, status, duration and owner, never the path id raw', async ({ svc }) => {
+test('one log line per request names method, route, status, duration and owner, never the path id raw', async ({
+  svc,
+}) => {
   const id = 'log-line-check';
   await svc.call('DELETE', '/plants/123', { token: svc.token.alice, headers: { 'x-request-id': id } });
   const lines = svc.logs().filter((l) => l['reqId'] === id);

@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import { suite } from 'uvu';
 import type { HttpAppDeps } from '../../adapters/http/app.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { sha256, staticTokenVerifier } from '../../adapters/tokens/static/static-token-verifier.js';
@@ -9,6 +10,8 @@ import { buildApp } from '../../bootstrap/build-app.js';
 import type { Principal, Scope } from '../../domain/principal.js';
 import { freshOwner, principal } from './fixtures.js';
 import { conformance } from './openapi-conformance.js';
+import { skippable } from './skip.js';
+import type { StorageBackend } from './storage-backends.js';
 
 export interface Response {
   readonly status: number;
@@ -57,7 +60,10 @@ export const startService = async (overrides: Partial<HttpAppDeps> = {}): Promis
   const principals = Object.fromEntries(
     who.map((w) => [w, principal(w === 'bob' ? freshOwner('bob') : aliceOwner, scopesOf[w])]),
   ) as Record<Who, Principal>;
-  const tokens = Object.fromEntries(who.map((w) => [w, `token-of-${w}-${aliceOwner.slice(-12)}`])) as Record<Who, string>;
+  const tokens = Object.fromEntries(who.map((w) => [w, `token-of-${w}-${aliceOwner.slice(-12)}`])) as Record<
+    Who,
+    string
+  >;
 
   const lines: string[] = [];
   const sink = new Writable({
@@ -83,10 +89,18 @@ export const startService = async (overrides: Partial<HttpAppDeps> = {}): Promis
   const call = async (method: string, path: string, options: CallOptions = {}): Promise<Response> => {
     const headers: Record<string, string> = { ...options.headers };
     if (options.token !== undefined) headers['authorization'] = `Bearer ${options.token}`;
-    if (options.body !== undefined && options.json !== false && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+    if (
+      options.body !== undefined &&
+      options.json !== false &&
+      !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')
+    ) {
       headers['content-type'] = 'application/json';
     }
-    const res = await fetch(base + path, { method, headers, ...(options.body === undefined ? {} : { body: options.body }) });
+    const res = await fetch(base + path, {
+      method,
+      headers,
+      ...(options.body === undefined ? {} : { body: options.body }),
+    });
     const text = await res.text();
     conforms(method, path, res.status, res.headers, text);
     return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) as unknown };
@@ -162,3 +176,28 @@ export const rawRequest = (port: number, parts: ReadonlyArray<string | Buffer>, 
       }
     })();
   });
+
+type BackendCtx = { svc: Service; teardown?: () => Promise<void> };
+
+/**
+ * A suite of HTTP tests over one storage backend: the real service on that backend's repository. A backend whose
+ * server is missing here registers the tests as skipped, with the reason.
+ */
+export const httpSuite = (title: string, backend: StorageBackend) => {
+  const name = `${title} [${backend.name}]`;
+  const s = suite<BackendCtx>(name, {} as BackendCtx);
+  const test = skippable(s, name, backend.setup);
+  const setup = backend.setup;
+  if (typeof setup === 'function') {
+    s.before(async (ctx) => {
+      const { repo, teardown } = await setup();
+      ctx.teardown = teardown;
+      ctx.svc = await startService({ plants: repo });
+    });
+    s.after(async (ctx) => {
+      await ctx.svc?.close();
+      await ctx.teardown?.();
+    });
+  }
+  return { test, run: () => s.run() };
+};

@@ -39,7 +39,10 @@ export const conformance = (docText: string) => {
   const resolve = (node: unknown): [unknown, string | undefined] => {
     const ref = (node as { $ref?: string }).$ref;
     if (ref === undefined) return [node, undefined];
-    const target = ref.slice(2).split('/').reduce<unknown>((n, k) => (n as Record<string, unknown>)[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+    const target = ref
+      .slice(2)
+      .split('/')
+      .reduce<unknown>((n, k) => (n as Record<string, unknown>)[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
     return [target, ref.slice(1)];
   };
 
@@ -84,7 +87,10 @@ export const conformance = (docText: string) => {
     assert.is(headers.get('content-type'), 'application/json; charset=utf-8');
     const check = validatorAt(`${pointer}/content/application~1json/schema`);
     const parsed: unknown = JSON.parse(body);
-    assert.ok(check(parsed), `${method} ${path} ${status} body ${body.slice(0, 200)} conforms: ${JSON.stringify(check.errors)}`);
+    assert.ok(
+      check(parsed),
+      `${method} ${path} ${status} body ${body.slice(0, 200)} conforms: ${JSON.stringify(check.errors)}`,
+    );
     if (status >= 400) assert.is((parsed as { error: number }).error, status, 'error equals the status');
   };
 };

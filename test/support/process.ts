@@ -28,13 +28,18 @@ export const runNode = (script: string, env: Record<string, string>, args: strin
   child.stderr.on('data', (c: Buffer) => {
     err += c.toString('utf8');
   });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
-    for (const w of waiters) w();
-    resolve(code);
-  }));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      for (const w of waiters) w();
+      resolve(code);
+    }),
+  );
   const waitFor = (pattern: RegExp, timeoutMs = 10_000) =>
     new Promise<RegExpExecArray>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}; stdout: ${out}; stderr: ${err}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`timed out waiting for ${pattern}; stdout: ${out}; stderr: ${err}`)),
+        timeoutMs,
+      );
       const check = () => {
         const m = pattern.exec(out);
         if (m) {

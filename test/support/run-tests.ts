@@ -14,7 +14,9 @@ const testDir = join(here, '..');
 const uvuBin = join(dirname(createRequire(import.meta.url).resolve('uvu')), '..', 'bin.js');
 const pattern = process.argv[2] ?? '\\.test\\.js$';
 
-const child = spawn(process.execPath, [uvuBin, testDir, pattern, '--no-color'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const child = spawn(process.execPath, [uvuBin, testDir, pattern, '--no-color'], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 let output = '';
 child.stdout.on('data', (chunk: Buffer) => {
   process.stdout.write(chunk);
@@ -31,7 +33,9 @@ child.on('close', (code, signal) => {
   const skipped = count('Skipped') ?? 0;
   if (total === undefined || passed === undefined) {
     process.stdout.write(`\nthe test run ended early (exit ${code ?? signal}) before uvu printed its totals\n`);
-    process.stdout.write(`${passed ?? 0} passed, ${Math.max(1, (total ?? 0) - (passed ?? 0))} failed, ${skipped} skipped\n`);
+    process.stdout.write(
+      `${passed ?? 0} passed, ${Math.max(1, (total ?? 0) - (passed ?? 0))} failed, ${skipped} skipped\n`,
+    );
     process.exit(1);
   }
   const failed = total - passed;

@@ -113,6 +113,7 @@ const supervise = async (
   const stop = async (hard = false) => {
     const running = child;
     if (running === undefined || running.exitCode !== null) return;
+    running.ref(); // waiting for its exit must hold the run open
     const exited = new Promise((r) => running.once('exit', r));
     running.kill(hard ? 'SIGKILL' : 'SIGTERM');
     await exited;

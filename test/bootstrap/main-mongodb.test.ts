@@ -1,0 +1,68 @@
+import { MongoClient } from 'mongodb';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { runNode } from '../support/process.js';
+import { ferretDbBinary, sharedFerretDb } from '../support/servers.js';
+import { skippable } from '../support/skip.js';
+
+const name = 'the service process with STORAGE=mongodb [FerretDB]';
+const binary = ferretDbBinary();
+const s = suite(name);
+const test = skippable(s, name, binary);
+
+test('serves plants from MongoDB, with the unique (owner, id) index created at start-up', async () => {
+  if ('skip' in binary) return;
+  const { uri } = await sharedFerretDb(binary.bin);
+  const db = `plantstore_main_${Date.now()}`;
+  const token = 'mongo-process-token';
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    STORAGE: 'mongodb',
+    MONGODB_URI: uri,
+    MONGODB_DB: db,
+    AUTH_TOKENS: JSON.stringify([{ token, owner: 'acme', subject: 'ci', scopes: ['plants:read', 'plants:write'] }]),
+  });
+  const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 2000 });
+  try {
+    await svc.waitFor(/"msg":"listening"/);
+    const port = Number(/"port":(\d+)/.exec(svc.stdout())?.[1]);
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const base = `http://127.0.0.1:${port}`;
+    const created = await fetch(`${base}/plants`, {
+      method: 'POST',
+      headers,
+      body: '{"id": 9007199254740993, "name": "Fern"}',
+    });
+    assert.is(created.status, 200);
+    assert.is(await (await fetch(`${base}/plants`, { headers })).text(), '[{"name":"Fern"}]');
+    assert.is((await fetch(`${base}/readyz`)).status, 200);
+    const indexes = await admin.db(db).collection('plants').listIndexes().toArray();
+    const unique = indexes.find((i) => i['name'] === INDEX_NAME);
+    assert.equal(unique?.['key'], { owner: 1, id: 1 });
+    assert.is(unique?.['unique'], true);
+    const doc = await admin.db(db).collection('plants').findOne({ owner: 'acme' }, { promoteLongs: false });
+    assert.is(doc?.['id']?._bsontype, 'Long', 'the id is stored as a BSON int64');
+    assert.is(String(doc?.['id']), '9007199254740993');
+  } finally {
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+    await admin.db(db).dropDatabase();
+    await admin.close();
+  }
+});
+
+test('a MONGODB_URI the driver cannot parse stops start-up with one line, credentials not echoed', async () => {
+  const svc = runNode('bootstrap/main.js', {
+    STORAGE: 'mongodb',
+    MONGODB_URI: 'mongodb://user:hunter2@host:notaport/',
+  });
+  assert.is(await svc.exited, 1);
+  assert.is(
+    svc.stderr(),
+    'config: MONGODB_URI: is not a valid MongoDB connection string; for example MONGODB_URI=mongodb://127.0.0.1:27017\n',
+  );
+});
+
+s.run();

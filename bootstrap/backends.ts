@@ -1,12 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
+import type { Redis } from 'ioredis';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
+import type { RateLimiter } from '../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../application/ports/token-verifier.js';
 import { Owner } from '../domain/plant.js';
 import { SCOPES } from '../domain/principal.js';
+import { memoryRateLimiter } from '../adapters/rate-limit/memory-rate-limiter.js';
+import { redisRateLimiter } from '../adapters/rate-limit/redis-rate-limiter.js';
+import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
 import { mongoPlantStore } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { jwtTokenVerifier } from '../adapters/tokens/jwt/jwt-token-verifier.js';
+import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { sha256, staticTokenVerifier, type StaticToken } from '../adapters/tokens/static/static-token-verifier.js';
 import { ConfigError, type Config, type StaticTokenEntry } from './config.js';
 
@@ -14,6 +21,7 @@ import { ConfigError, type Config, type StaticTokenEntry } from './config.js';
 export interface Backends {
   readonly plants: PlantRepository;
   readonly tokens: TokenVerifier;
+  readonly limiter?: RateLimiter;
   /** A token made for this run when none was configured; printed once by main. */
   readonly generatedToken?: string;
   readonly close: () => Promise<void>;
@@ -33,13 +41,31 @@ const staticTokens = (configured: readonly StaticTokenEntry[] | undefined) => {
     return { tokens: staticTokenVerifier(configured.map(toStaticToken)) };
   }
   const token = randomBytes(32).toString('base64url');
-  const local: StaticTokenEntry = { secret: { token }, owner: 'local', subject: 'local', scopes: SCOPES };
-  return { tokens: staticTokenVerifier([toStaticToken(local)]), generatedToken: token };
+  const local: StaticToken = {
+    sha256: sha256(token),
+    principal: { subject: 'local', owner: 'local' as Owner, scopes: new Set(SCOPES) },
+  };
+  return { tokens: staticTokenVerifier([local]), generatedToken: token };
 };
 
 /** Chooses and connects the adapters that the configuration names; the only place that choice is made. */
 export const connectBackends = async (config: Config, logger: Logger): Promise<Backends> => {
   const closers: Array<() => Promise<void>> = [];
+  const redisByUrl = new Map<string, Redis>();
+  /** One connection per Redis URL and bound, shared by the token store and the limiter. */
+  const redisAt = (url: string, timeoutMs: number): Redis => {
+    let redis = redisByUrl.get(url);
+    if (redis === undefined) {
+      redis = redisConnection(url, timeoutMs);
+      // ioredis reports every failed reconnect; the service reports them as 503s and /readyz instead.
+      redis.on('error', () => undefined);
+      redisByUrl.set(url, redis);
+      const connection = redis;
+      closers.push(() => closeRedis(connection));
+    }
+    return redis;
+  };
+
   const plants = (() => {
     const storage = config.storage;
     switch (storage.kind) {
@@ -60,10 +86,40 @@ export const connectBackends = async (config: Config, logger: Logger): Promise<B
       }
     }
   })();
-  const { tokens, generatedToken } = staticTokens(config.auth.tokens);
+
+  const auth = config.auth;
+  const { tokens, generatedToken } = await (async (): Promise<{ tokens: TokenVerifier; generatedToken?: string }> => {
+    switch (auth.kind) {
+      case 'static':
+        return staticTokens(auth.tokens);
+      case 'redis':
+        return { tokens: redisTokenStore(redisAt(auth.url, auth.timeoutMs), { cacheTtlMs: auth.cacheTtlMs }).verifier };
+      case 'jwt':
+        try {
+          return { tokens: await jwtTokenVerifier(auth) };
+        } catch {
+          throw new ConfigError(
+            'JWT_PUBLIC_KEY: is not a usable public key for JWT_ALGORITHM; for example a PEM SPKI key',
+          );
+        }
+    }
+  })();
+
+  const { rateLimit } = config;
+  const limiter =
+    rateLimit.max === 0
+      ? undefined
+      : rateLimit.store === 'memory'
+        ? memoryRateLimiter(rateLimit)
+        : redisRateLimiter(redisAt(rateLimit.redisUrl, rateLimit.timeoutMs), rateLimit, logger);
+
+  // Give Redis connections their first chance before serving; a Redis still down is reported by /readyz and 503s.
+  await Promise.all([...redisByUrl.values()].map((redis) => whenReady(redis, config.rateLimit.timeoutMs)));
+
   return {
     plants,
     tokens,
+    ...(limiter === undefined ? {} : { limiter }),
     ...(generatedToken === undefined ? {} : { generatedToken }),
     close: async () => {
       await Promise.allSettled(closers.map((close) => close()));

@@ -24,7 +24,33 @@ export interface Config {
   readonly bodyLimit: number;
   readonly shutdownTimeoutMs: number;
   readonly storage: { readonly kind: 'memory' } | MongoConfig;
-  readonly auth: { readonly kind: 'static'; readonly tokens: readonly StaticTokenEntry[] | undefined };
+  readonly auth: AuthConfig;
+  readonly rateLimit: RateLimitConfig;
+}
+
+export type AuthConfig =
+  | { readonly kind: 'static'; readonly tokens: readonly StaticTokenEntry[] | undefined }
+  | { readonly kind: 'redis'; readonly url: string; readonly timeoutMs: number; readonly cacheTtlMs: number }
+  | {
+      readonly kind: 'jwt';
+      readonly key:
+        | { readonly kind: 'secret'; readonly secret: string }
+        | { readonly kind: 'public-key'; readonly pem: string; readonly algorithm: 'RS256' | 'ES256' }
+        | { readonly kind: 'jwks'; readonly url: string };
+      readonly issuer?: string;
+      readonly audience?: string;
+      readonly ownerClaim: string;
+      readonly clockToleranceSeconds: number;
+      readonly timeoutMs: number;
+    };
+
+export interface RateLimitConfig {
+  /** Requests per window per principal; 0 turns rate limiting off. */
+  readonly max: number;
+  readonly windowMs: number;
+  readonly store: 'memory' | 'redis';
+  readonly redisUrl: string;
+  readonly timeoutMs: number;
 }
 
 export interface MongoConfig {
@@ -175,6 +201,33 @@ const WriteConcernC = (raw: string): E.Either<string, 'majority' | number> =>
         E.mapLeft(() => 'must be majority or a number of members from 1 to 50'),
       );
 
+const RedisUrlC = (raw: string) =>
+  /^rediss?:\/\/[^\s]*$/.test(raw) ? E.right(raw) : E.left('must be a redis:// or rediss:// URL');
+
+const HttpsUrlC = (raw: string) => {
+  try {
+    const url = new URL(raw);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? E.right(raw) : E.left('must be an http(s) URL');
+  } catch {
+    return E.left('must be an http(s) URL');
+  }
+};
+
+const JwtSecretC = (raw: string) =>
+  raw.length >= 32 ? E.right(raw) : E.left('must be at least 32 characters (256 bits)');
+
+/** A PEM public key; `\n` escapes are accepted so the key fits on one line of an env file. */
+const PemC = (raw: string) => {
+  const pem = raw.replace(/\\n/g, '\n');
+  return /-----BEGIN PUBLIC KEY-----[\s\S]+-----END PUBLIC KEY-----/.test(pem)
+    ? E.right(pem)
+    : E.left('must be a PEM public key (-----BEGIN PUBLIC KEY----- ...)');
+};
+
+const ClaimC = (raw: string) =>
+  /^[A-Za-z0-9_:.\/-]{1,100}$/.test(raw) ? E.right(raw) : E.left('must be a claim name');
+const TextC = (raw: string) => (raw.length <= 1000 ? E.right(raw) : E.left('must be at most 1000 characters'));
+
 const BooleanC = (raw: string) =>
   raw === 'true' ? E.right(true) : raw === 'false' ? E.right(false) : E.left('must be true or false');
 
@@ -207,7 +260,73 @@ export const variables = {
   },
   MONGODB_JOURNAL: { name: 'MONGODB_JOURNAL', read: BooleanC, fallback: true, example: 'true' },
   STORAGE_TIMEOUT_MS: { name: 'STORAGE_TIMEOUT_MS', read: integer(50, 60_000), fallback: 2000, example: '2000' },
-  AUTH: { name: 'AUTH', read: oneOf(['static'] as const), fallback: 'static' as const, example: 'static' },
+  AUTH: {
+    name: 'AUTH',
+    read: oneOf(['static', 'redis', 'jwt'] as const),
+    fallback: 'static' as 'static' | 'redis' | 'jwt',
+    example: 'redis',
+  },
+  AUTH_TIMEOUT_MS: { name: 'AUTH_TIMEOUT_MS', read: integer(50, 60_000), fallback: 2000, example: '2000' },
+  REDIS_URL: {
+    name: 'REDIS_URL',
+    read: RedisUrlC,
+    fallback: 'redis://127.0.0.1:6379',
+    example: 'redis://127.0.0.1:6379',
+    secret: true,
+  },
+  TOKEN_CACHE_TTL_MS: { name: 'TOKEN_CACHE_TTL_MS', read: integer(0, 3_600_000), fallback: 5000, example: '5000' },
+  JWT_SECRET: {
+    name: 'JWT_SECRET',
+    read: JwtSecretC,
+    fallback: undefined as string | undefined,
+    example: '<32+ random characters>',
+    secret: true,
+  },
+  JWT_PUBLIC_KEY: {
+    name: 'JWT_PUBLIC_KEY',
+    read: PemC,
+    fallback: undefined as string | undefined,
+    example: '"-----BEGIN PUBLIC KEY-----\\n...\\n-----END PUBLIC KEY-----"',
+  },
+  JWT_ALGORITHM: {
+    name: 'JWT_ALGORITHM',
+    read: oneOf(['RS256', 'ES256'] as const),
+    fallback: 'RS256' as 'RS256' | 'ES256',
+    example: 'ES256',
+  },
+  JWT_JWKS_URL: {
+    name: 'JWT_JWKS_URL',
+    read: HttpsUrlC,
+    fallback: undefined as string | undefined,
+    example: 'https://issuer.example/.well-known/jwks.json',
+  },
+  JWT_ISSUER: {
+    name: 'JWT_ISSUER',
+    read: TextC,
+    fallback: undefined as string | undefined,
+    example: 'https://issuer.example/',
+  },
+  JWT_AUDIENCE: {
+    name: 'JWT_AUDIENCE',
+    read: TextC,
+    fallback: undefined as string | undefined,
+    example: 'plant-store',
+  },
+  JWT_OWNER_CLAIM: { name: 'JWT_OWNER_CLAIM', read: ClaimC, fallback: 'owner', example: 'tenant' },
+  JWT_CLOCK_TOLERANCE_S: { name: 'JWT_CLOCK_TOLERANCE_S', read: integer(0, 300), fallback: 5, example: '5' },
+  RATE_LIMIT_MAX: { name: 'RATE_LIMIT_MAX', read: integer(0, 1_000_000_000), fallback: 0, example: '600' },
+  RATE_LIMIT_WINDOW_MS: {
+    name: 'RATE_LIMIT_WINDOW_MS',
+    read: integer(100, 86_400_000),
+    fallback: 60_000,
+    example: '60000',
+  },
+  RATE_LIMIT_STORE: {
+    name: 'RATE_LIMIT_STORE',
+    read: oneOf(['memory', 'redis'] as const),
+    fallback: 'memory' as 'memory' | 'redis',
+    example: 'redis',
+  },
   AUTH_TOKENS: {
     name: 'AUTH_TOKENS',
     read: AuthTokensC,
@@ -237,6 +356,55 @@ export const loadConfig = (env: Env): Config => {
             writeConcern: get(env, variables.MONGODB_WRITE_CONCERN),
             journal: get(env, variables.MONGODB_JOURNAL),
           },
-    auth: { kind: get(env, variables.AUTH), tokens: get(env, variables.AUTH_TOKENS) },
+    auth: loadAuth(env),
+    rateLimit: {
+      max: get(env, variables.RATE_LIMIT_MAX),
+      windowMs: get(env, variables.RATE_LIMIT_WINDOW_MS),
+      store: get(env, variables.RATE_LIMIT_STORE),
+      redisUrl: get(env, variables.REDIS_URL),
+      timeoutMs: get(env, variables.AUTH_TIMEOUT_MS),
+    },
   };
+};
+
+const loadAuth = (env: Env): AuthConfig => {
+  const kind = get(env, variables.AUTH);
+  switch (kind) {
+    case 'static':
+      return { kind, tokens: get(env, variables.AUTH_TOKENS) };
+    case 'redis':
+      return {
+        kind,
+        url: get(env, variables.REDIS_URL),
+        timeoutMs: get(env, variables.AUTH_TIMEOUT_MS),
+        cacheTtlMs: get(env, variables.TOKEN_CACHE_TTL_MS),
+      };
+    case 'jwt': {
+      const secret = get(env, variables.JWT_SECRET);
+      const pem = get(env, variables.JWT_PUBLIC_KEY);
+      const jwks = get(env, variables.JWT_JWKS_URL);
+      const given = [secret, pem, jwks].filter((v) => v !== undefined).length;
+      if (given !== 1) {
+        throw new ConfigError(
+          `JWT_SECRET: AUTH=jwt needs exactly one of JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL (${given} given); for example JWT_JWKS_URL=${variables.JWT_JWKS_URL.example}`,
+        );
+      }
+      const issuer = get(env, variables.JWT_ISSUER);
+      const audience = get(env, variables.JWT_AUDIENCE);
+      return {
+        kind,
+        key:
+          secret !== undefined
+            ? { kind: 'secret', secret }
+            : pem !== undefined
+              ? { kind: 'public-key', pem, algorithm: get(env, variables.JWT_ALGORITHM) }
+              : { kind: 'jwks', url: jwks as string },
+        ...(issuer === undefined ? {} : { issuer }),
+        ...(audience === undefined ? {} : { audience }),
+        ownerClaim: get(env, variables.JWT_OWNER_CLAIM),
+        clockToleranceSeconds: get(env, variables.JWT_CLOCK_TOLERANCE_S),
+        timeoutMs: get(env, variables.AUTH_TIMEOUT_MS),
+      };
+    }
+  }
 };

@@ -5,6 +5,8 @@ import { stringify } from 'lossless-json';
 import polka, { type Request } from 'polka';
 import type { Logger } from '../../application/ports/logger.js';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
+import type { RateDecision, RateLimiter } from '../../application/ports/rate-limiter.js';
+import { admitRequest } from '../../application/use-cases/admit-request.js';
 import type { TokenVerifier } from '../../application/ports/token-verifier.js';
 import { authenticate } from '../../application/use-cases/authenticate.js';
 import { checkReadiness } from '../../application/use-cases/check-readiness.js';
@@ -16,7 +18,7 @@ import { bearerToken } from './auth.js';
 import { isJsonContentType, parseJson, readBody } from './body.js';
 import { decodeListQuery, decodeNewPlant, decodePathId } from './codecs.js';
 import { encodeCursor } from './cursor.js';
-import { toResponse, type Failure } from './failures.js';
+import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
 import { openApiDocument } from './openapi.js';
 import { plantJson, plantsJson } from './plant-json.js';
 
@@ -26,6 +28,8 @@ export interface HttpAppDeps {
   readonly logger: Logger;
   /** Largest accepted request body, in bytes. */
   readonly bodyLimit: number;
+  /** Per-principal request limits; none when rate limiting is off. */
+  readonly limiter?: RateLimiter;
 }
 
 /** What the app keeps about one exchange, for its headers and its log line. */
@@ -34,6 +38,7 @@ interface Exchange extends Request {
   startedAt: number;
   route: string;
   owner?: string;
+  rate?: RateDecision;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -58,6 +63,7 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     listPlants: listPlants(deps),
     deletePlant: deletePlant(deps),
     checkReadiness: checkReadiness(deps),
+    admit: deps.limiter === undefined ? undefined : admitRequest({ limiter: deps.limiter }),
   };
   const openApiJson = stringify(openApiDocument({ bodyLimit: deps.bodyLimit })) as string;
 
@@ -74,6 +80,10 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     res.setHeader('x-request-id', req.id);
     res.setHeader('cache-control', 'no-store');
     res.setHeader('x-content-type-options', 'nosniff');
+    if (req.rate !== undefined) {
+      const rate = rateLimitHeaders(req.rate);
+      for (const name in rate) res.setHeader(name, rate[name] as string);
+    }
     if (headers !== undefined) for (const name in headers) res.setHeader(name, headers[name] as string);
     if (body === undefined) res.end();
     else {
@@ -102,7 +112,7 @@ export const createHttpApp = (deps: HttpAppDeps) => {
   const ok = (req: Exchange, res: ServerResponse, body: string, headers?: Record<string, string>) =>
     send(req, res, 200, body, headers);
 
-  /** Authentication comes first, before anything of the request is read. */
+  /** Authentication comes first, before anything of the request is read; then the principal's rate limit. */
   const principalOf = async (req: Exchange, res: ServerResponse): Promise<Principal | undefined> => {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) {
@@ -115,6 +125,14 @@ export const createHttpApp = (deps: HttpAppDeps) => {
       return undefined;
     }
     req.owner = result.right.owner;
+    if (useCases.admit !== undefined) {
+      const admitted = await useCases.admit(result.right)();
+      if (E.isLeft(admitted)) {
+        fail(req, res, admitted.left);
+        return undefined;
+      }
+      if (admitted.right._tag === 'Some') req.rate = admitted.right.value;
+    }
     return result.right;
   };
 

@@ -1,4 +1,6 @@
 import type { InvalidToken, StorageUnavailable, TokenStoreUnavailable } from '../../application/errors.js';
+import type { RateDecision } from '../../application/ports/rate-limiter.js';
+import type { RateLimited } from '../../application/use-cases/admit-request.js';
 import type { FieldRuleBroken, PlantConflict, PlantNotFound } from '../../domain/errors.js';
 import type { MissingScope } from '../../domain/principal.js';
 
@@ -20,6 +22,7 @@ export type Failure =
   | PlantNotFound
   | MissingScope
   | InvalidToken
+  | RateLimited
   | StorageUnavailable
   | TokenStoreUnavailable;
 
@@ -37,6 +40,13 @@ const unavailable = (what: string): FailureResponse => ({
   status: 503,
   message: `${what} is unavailable, retry later`,
   headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+});
+
+/** IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, three-field form). */
+export const rateLimitHeaders = (d: RateDecision): Record<string, string> => ({
+  'ratelimit-limit': String(d.limit),
+  'ratelimit-remaining': String(d.remaining),
+  'ratelimit-reset': String(d.resetSeconds),
 });
 
 /** The one place where a failure becomes a status, a message and headers. */
@@ -78,6 +88,12 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return { status: 409, message: 'id: a plant with this id and a different name or tag already exists' };
     case 'PayloadTooLarge':
       return { status: 413, message: `body: must be at most ${failure.limit} bytes`, headers: { connection: 'close' } };
+    case 'RateLimited':
+      return {
+        status: 429,
+        message: `too many requests: at most ${failure.decision.limit} per window; retry in ${failure.decision.resetSeconds} s`,
+        headers: { 'retry-after': String(failure.decision.resetSeconds), ...rateLimitHeaders(failure.decision) },
+      };
     case 'UnsupportedMediaType':
       return { status: 415, message: 'content-type: must be application/json' };
     case 'InternalError':

@@ -28,6 +28,7 @@ const authFailures = {
   '401': { $ref: '#/components/responses/Unauthorized' },
   '403': { $ref: '#/components/responses/Forbidden' },
 };
+const rateLimited = { '429': { $ref: '#/components/responses/TooManyRequests' } };
 const serverFailures = {
   '500': { $ref: '#/components/responses/InternalError' },
   '503': { $ref: '#/components/responses/Unavailable' },
@@ -92,6 +93,7 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
             '`limit` or `cursor` is not valid, or given more than once; `message` names the parameter and the rule.',
           ),
           ...authFailures,
+          ...rateLimited,
           ...serverFailures,
         },
       },
@@ -116,6 +118,7 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
             'The body is not JSON, not an object, or breaks a field rule; `message` names the field and the rule, e.g. "name: must be 1 to 200 characters".',
           ),
           ...authFailures,
+          ...rateLimited,
           '409': error('The owner already has a plant with this id and a different name or tag; nothing was changed.'),
           '413': error(`The body is larger than ${bodyLimit} bytes; it is not read, and the connection is closed.`),
           '415': error(
@@ -143,6 +146,7 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
           '204': { description: 'Deleted; no body.', headers: commonHeaders },
           '400': error('The id is not a decimal int64.'),
           ...authFailures,
+          ...rateLimited,
           '404': error(
             "The caller's owner has no plant with this id (never existed, already deleted, or another owner's).",
           ),
@@ -288,6 +292,27 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
       MethodNotAllowed: error('Known path, method it does not have.', {
         Allow: { required: true, schema: { type: 'string' } },
       }),
+      TooManyRequests: error(
+        'Only when rate limiting is configured (RATE_LIMIT_MAX): the principal used its allowance for the current fixed window. While limiting is on, every authenticated response also carries the RateLimit-* fields.',
+        {
+          'Retry-After': { $ref: '#/components/headers/Retry-After' },
+          'RateLimit-Limit': {
+            required: true,
+            description: 'Requests allowed per window.',
+            schema: { type: 'string', pattern: '^[0-9]+$' },
+          },
+          'RateLimit-Remaining': {
+            required: true,
+            description: 'Requests left in this window.',
+            schema: { type: 'string', pattern: '^[0-9]+$' },
+          },
+          'RateLimit-Reset': {
+            required: true,
+            description: 'Seconds until the window resets.',
+            schema: { type: 'string', pattern: '^[0-9]+$' },
+          },
+        },
+      ),
       InternalError: error('An unexpected fault; the body is exactly {"error":500,"message":"internal error"}.'),
       Unavailable: error(
         `A backend the request needs (storage, token store) is unreachable or too slow (bounded, default 2 s).`,

@@ -2,7 +2,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startService, type Service } from '../support/http.js';
 import { ferretDbBinary, startFerretDb, type RunningServer } from '../support/servers.js';
-import { skippable } from '../support/skip.js';
+import { setup, skippable } from '../support/skip.js';
 import { mongoRepository } from '../support/storage-backends.js';
 
 type Ctx = { server?: RunningServer; svc?: Service; teardown?: () => Promise<void> };
@@ -13,12 +13,14 @@ const test = skippable(s, name, binary);
 const TIMEOUT_MS = 2000;
 
 if (!('skip' in binary)) {
-  s.before(async (ctx) => {
-    ctx.server = await startFerretDb(binary.bin);
-    const { repo, teardown } = await mongoRepository(ctx.server.uri, TIMEOUT_MS);
-    ctx.teardown = teardown;
-    ctx.svc = await startService({ plants: repo });
-  });
+  s.before(
+    setup(name, async (ctx) => {
+      ctx.server = await startFerretDb(binary.bin);
+      const { repo, teardown } = await mongoRepository(ctx.server.uri, TIMEOUT_MS);
+      ctx.teardown = teardown;
+      ctx.svc = await startService({ plants: repo });
+    }),
+  );
   s.after(async (ctx) => {
     await ctx.svc?.close();
     await ctx.teardown?.().catch(() => undefined);

@@ -4,7 +4,7 @@ import type { PlantRepository } from '../../application/ports/plant-repository.j
 import { INT64_MAX, INT64_MIN } from '../../domain/int64.js';
 import type { Owner, Plant, PlantId } from '../../domain/plant.js';
 import { aPlant, freshOwner, right, shuffled } from '../support/fixtures.js';
-import { skippable } from '../support/skip.js';
+import { setup as setupHook, skippable } from '../support/skip.js';
 
 export interface RepositoryUnderTest {
   readonly repo: PlantRepository;
@@ -43,9 +43,11 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
   };
 
   if (typeof setup === 'function') {
-    suiteOf.before(async (ctx) => {
-      ctx.subject = await setup();
-    });
+    suiteOf.before(
+      setupHook(name, async (ctx) => {
+        ctx.subject = await setup();
+      }),
+    );
     suiteOf.after(async (ctx) => {
       await ctx.subject?.teardown();
     });

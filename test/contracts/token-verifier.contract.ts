@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import type { TokenVerifier } from '../../application/ports/token-verifier.js';
 import type { Principal } from '../../domain/principal.js';
 import { freshOwner, principal, right } from '../support/fixtures.js';
-import { skippable } from '../support/skip.js';
+import { setup as setupHook, skippable } from '../support/skip.js';
 
 export interface TokenStoreUnderTest {
   /** A verifier that knows a token for each of these principals, and those tokens, in order. */
@@ -26,9 +26,11 @@ export const tokenVerifierContract = (adapter: string, setup: TokenStoreSetup): 
     return ctx.subject;
   };
   if (typeof setup === 'function') {
-    suiteOf.before(async (ctx) => {
-      ctx.subject = await setup();
-    });
+    suiteOf.before(
+      setupHook(name, async (ctx) => {
+        ctx.subject = await setup();
+      }),
+    );
     suiteOf.after(async (ctx) => {
       await ctx.subject?.teardown();
     });

@@ -10,7 +10,7 @@ import { buildApp } from '../../bootstrap/build-app.js';
 import type { Principal, Scope } from '../../domain/principal.js';
 import { freshOwner, principal } from './fixtures.js';
 import { conformance } from './openapi-conformance.js';
-import { skippable } from './skip.js';
+import { setup, skippable } from './skip.js';
 import type { StorageBackend } from './storage-backends.js';
 
 export interface Response {
@@ -187,13 +187,15 @@ export const httpSuite = (title: string, backend: StorageBackend) => {
   const name = `${title} [${backend.name}]`;
   const s = suite<BackendCtx>(name, {} as BackendCtx);
   const test = skippable(s, name, backend.setup);
-  const setup = backend.setup;
-  if (typeof setup === 'function') {
-    s.before(async (ctx) => {
-      const { repo, teardown } = await setup();
-      ctx.teardown = teardown;
-      ctx.svc = await startService({ plants: repo });
-    });
+  const make = backend.setup;
+  if (typeof make === 'function') {
+    s.before(
+      setup(name, async (ctx) => {
+        const { repo, teardown } = await make();
+        ctx.teardown = teardown;
+        ctx.svc = await startService({ plants: repo });
+      }),
+    );
     s.after(async (ctx) => {
       await ctx.svc?.close();
       await ctx.teardown?.();

@@ -163,3 +163,43 @@ export const startFerretDb = async (bin: string): Promise<RunningServer> => {
 let shared: Promise<RunningServer> | undefined;
 /** One FerretDB for every suite of the run that only needs a server (each suite uses a database of its own). */
 export const sharedFerretDb = (bin: string): Promise<RunningServer> => (shared ??= startFerretDb(bin));
+
+export const redisBinary = (): { bin: string } | { skip: string } =>
+  locate(
+    'redis-server',
+    [process.env['REDIS_SERVER_BIN'], onPath('redis-server'), '/usr/bin/redis-server'],
+    'apt-get install redis-server',
+  );
+
+/** redis-server on loopback only, no persistence, in a temporary directory. */
+export const startRedis = async (bin: string): Promise<RunningServer> => {
+  const dir = mkdtempSync(join(tmpdir(), 'redis-'));
+  const port = await freePort();
+  return supervise(
+    'redis-server',
+    () => ({
+      bin,
+      args: [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--protected-mode',
+        'yes',
+      ],
+    }),
+    port,
+    `redis://127.0.0.1:${port}`,
+    dir,
+  );
+};
+
+let sharedRedisServer: Promise<RunningServer> | undefined;
+/** One redis-server for every suite of the run that only needs a server (keys are random per test). */
+export const sharedRedis = (bin: string): Promise<RunningServer> => (sharedRedisServer ??= startRedis(bin));

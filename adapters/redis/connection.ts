@@ -1,0 +1,42 @@
+import { Redis } from 'ioredis';
+
+/**
+ * An ioredis connection that fails fast instead of queueing: with the server away a command fails at once
+ * (no offline queue, no per-request retries), and a slow server fails at `timeoutMs`. ioredis keeps reconnecting
+ * in the background (at most every 500 ms), so requests succeed again without a restart.
+ */
+export const redisConnection = (url: string, timeoutMs: number): Redis =>
+  new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: timeoutMs,
+    connectTimeout: timeoutMs,
+    autoResendUnfulfilledCommands: false,
+    retryStrategy: (attempt) => Math.min(50 * attempt, 500),
+    lazyConnect: false,
+  });
+
+/** Closes without waiting on a server that may be gone. */
+export const closeRedis = async (redis: Redis): Promise<void> => {
+  try {
+    await Promise.race([redis.quit(), new Promise((r) => setTimeout(r, 500))]);
+  } catch {
+    // already closed or unreachable
+  }
+  redis.disconnect();
+};
+
+/** Waits, at most `timeoutMs`, for the first connection; `false` when it did not come (the caller still runs). */
+export const whenReady = (redis: Redis, timeoutMs: number): Promise<boolean> => {
+  if (redis.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ready: boolean) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      resolve(ready);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    redis.once('ready', onReady);
+  });
+};

@@ -1,0 +1,142 @@
+import { Redis } from 'ioredis';
+import * as O from 'fp-ts/lib/Option.js';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { redisConnection, whenReady } from '../../adapters/redis/connection.js';
+import { KEY_PREFIX, keyOf, redisTokenStore } from '../../adapters/tokens/redis/redis-token-store.js';
+import { tokenVerifierContract } from '../contracts/token-verifier.contract.js';
+import { freshOwner, principal, right } from '../support/fixtures.js';
+import { redisBinary, sharedRedis } from '../support/servers.js';
+import { setup, skippable } from '../support/skip.js';
+
+const binary = redisBinary();
+
+const connectTo = async (): Promise<Redis> => {
+  if ('skip' in binary) throw new Error(binary.skip);
+  const redis = redisConnection((await sharedRedis(binary.bin)).uri, 2000);
+  redis.on('error', () => undefined);
+  if (!(await whenReady(redis, 5000))) throw new Error('redis did not become ready');
+  return redis;
+};
+
+tokenVerifierContract(
+  'redis',
+  'skip' in binary
+    ? binary
+    : async () => {
+        const redis = await connectTo();
+        const store = redisTokenStore(redis, { cacheTtlMs: 0 });
+        return {
+          withPrincipals: async (principals) => {
+            const tokens: string[] = [];
+            for (const p of principals) {
+              tokens.push(await right(store.issue({ owner: p.owner, subject: p.subject, scopes: [...p.scopes] })));
+            }
+            return { verifier: store.verifier, tokens };
+          },
+          teardown: async () => {
+            redis.disconnect();
+          },
+        };
+      },
+);
+
+type Ctx = { redis?: Redis };
+const name = 'Redis token store';
+const s = suite<Ctx>(name, {});
+const test = skippable(s, name, binary);
+if (!('skip' in binary)) {
+  s.before(
+    setup(name, async (ctx) => {
+      ctx.redis = await connectTo();
+    }),
+  );
+  s.after((ctx) => {
+    ctx.redis?.disconnect();
+  });
+}
+const redisOf = (ctx: Ctx): Redis => {
+  if (ctx.redis === undefined) throw new Error('no redis');
+  return ctx.redis;
+};
+
+test('a token is stored only as its SHA-256: neither key nor value holds the secret', async (ctx) => {
+  const redis = redisOf(ctx);
+  const store = redisTokenStore(redis, { cacheTtlMs: 0 });
+  const token = await right(store.issue({ owner: freshOwner(), subject: 'ci', scopes: ['plants:read'] }));
+  assert.ok(token.length >= 43, 'at least 256 bits, base64url');
+  const key = keyOf(token);
+  assert.match(key, new RegExp(`^${KEY_PREFIX}[0-9a-f]{64}$`));
+  const keys = await redis.keys(`${KEY_PREFIX}*`);
+  assert.ok(keys.includes(key));
+  assert.not.ok(keys.some((k) => k.includes(token)));
+  assert.not.ok(JSON.stringify(await redis.hgetall(key)).includes(token));
+});
+
+test('two issued tokens differ', async (ctx) => {
+  const store = redisTokenStore(redisOf(ctx), { cacheTtlMs: 0 });
+  const grant = { owner: freshOwner(), subject: 's', scopes: ['plants:read' as const] };
+  assert.is.not(await right(store.issue(grant)), await right(store.issue(grant)));
+});
+
+test('a token with a TTL carries it as the key expiry, and is unknown once expired', async (ctx) => {
+  const redis = redisOf(ctx);
+  const store = redisTokenStore(redis, { cacheTtlMs: 0 });
+  const token = await right(
+    store.issue({ owner: freshOwner(), subject: 's', scopes: ['plants:read'], ttlSeconds: 600 }),
+  );
+  const ttl = await redis.ttl(keyOf(token));
+  assert.ok(ttl > 590 && ttl <= 600, `ttl ${ttl}`);
+  assert.ok(O.isSome(await right(store.verifier.verify(token))));
+  await redis.pexpire(keyOf(token), 1);
+  while ((await redis.exists(keyOf(token))) === 1) await new Promise((r) => setTimeout(r, 2));
+  assert.equal(await right(store.verifier.verify(token)), O.none);
+});
+
+test('revoking deletes the token: unknown at the next lookup with the cache off', async (ctx) => {
+  const store = redisTokenStore(redisOf(ctx), { cacheTtlMs: 0 });
+  const token = await right(store.issue({ owner: freshOwner(), subject: 's', scopes: ['plants:write'] }));
+  assert.ok(O.isSome(await right(store.verifier.verify(token))));
+  assert.ok(await right(store.revoke(token)));
+  assert.equal(await right(store.verifier.verify(token)), O.none);
+  assert.not.ok(await right(store.revoke(token)), 'a second revoke finds nothing');
+});
+
+test('with the cache on, another process’s revocation takes effect within the cache TTL', async (ctx) => {
+  const redis = redisOf(ctx);
+  const cacheTtlMs = 300;
+  const service = redisTokenStore(redis, { cacheTtlMs });
+  const cli = redisTokenStore(redis, { cacheTtlMs: 0 });
+  const token = await right(cli.issue({ owner: freshOwner(), subject: 's', scopes: ['plants:read'] }));
+  assert.ok(O.isSome(await right(service.verifier.verify(token))), 'looked up once: now cached');
+  const revokedAt = Date.now();
+  assert.ok(await right(cli.revoke(token)));
+  assert.ok(O.isSome(await right(service.verifier.verify(token))), 'served from the cache right after');
+  while (O.isSome(await right(service.verifier.verify(token)))) await new Promise((r) => setTimeout(r, 10));
+  const took = Date.now() - revokedAt;
+  assert.ok(took <= cacheTtlMs + 100, `rejected ${took} ms after revocation (cache ${cacheTtlMs} ms)`);
+});
+
+test('a record that is not a valid principal resolves to nothing', async (ctx) => {
+  const redis = redisOf(ctx);
+  const store = redisTokenStore(redis, { cacheTtlMs: 0 });
+  const token = 'hand-written-token';
+  await redis.hset(keyOf(token), { owner: '', subject: 's', scopes: 'plants:read' });
+  assert.equal(await right(store.verifier.verify(token)), O.none);
+  await redis.hset(keyOf(token), { owner: 'o', subject: 's', scopes: 'plants:admin' });
+  assert.equal(await right(store.verifier.verify(token)), O.none);
+  await redis.del(keyOf(token));
+});
+
+test('a principal issued with both scopes keeps both', async (ctx) => {
+  const store = redisTokenStore(redisOf(ctx), { cacheTtlMs: 0 });
+  const p = principal();
+  const token = await right(
+    store.issue({ owner: p.owner, subject: p.subject, scopes: ['plants:read', 'plants:write'] }),
+  );
+  const found = await right(store.verifier.verify(token));
+  assert.ok(O.isSome(found));
+  assert.equal([...found.value.scopes].sort(), ['plants:read', 'plants:write']);
+});
+
+s.run();

@@ -58,7 +58,7 @@ export const startService = async (overrides: Partial<HttpAppDeps> = {}): Promis
   const aliceOwner = freshOwner('alice');
   const who = Object.keys(scopesOf) as Who[];
   const principals = Object.fromEntries(
-    who.map((w) => [w, principal(w === 'bob' ? freshOwner('bob') : aliceOwner, scopesOf[w])]),
+    who.map((w) => [w, { ...principal(w === 'bob' ? freshOwner('bob') : aliceOwner, scopesOf[w]), subject: w }]),
   ) as Record<Who, Principal>;
   const tokens = Object.fromEntries(who.map((w) => [w, `token-of-${w}-${aliceOwner.slice(-12)}`])) as Record<
     Who,

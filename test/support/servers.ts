@@ -112,7 +112,8 @@ const supervise = async (
   };
   const stop = async (hard = false) => {
     const running = child;
-    if (running === undefined || running.exitCode !== null) return;
+    // A process ended by a signal has signalCode set and exitCode null.
+    if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
     running.ref(); // waiting for its exit must hold the run open
     const exited = new Promise((r) => running.once('exit', r));
     running.kill(hard ? 'SIGKILL' : 'SIGTERM');
@@ -171,7 +172,7 @@ export const redisBinary = (): { bin: string } | { skip: string } =>
     'apt-get install redis-server',
   );
 
-/** redis-server on loopback only, no persistence, in a temporary directory. */
+/** redis-server on loopback only, in a temporary directory, with an fsync-always append-only file (survives a restart). */
 export const startRedis = async (bin: string): Promise<RunningServer> => {
   const dir = mkdtempSync(join(tmpdir(), 'redis-'));
   const port = await freePort();
@@ -187,7 +188,9 @@ export const startRedis = async (bin: string): Promise<RunningServer> => {
         '--save',
         '',
         '--appendonly',
-        'no',
+        'yes',
+        '--appendfsync',
+        'always',
         '--dir',
         dir,
         '--protected-mode',

@@ -1,0 +1,89 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Redis } from 'ioredis';
+import { closeRedis, redisConnection, whenReady } from '../../adapters/redis/connection.js';
+import { redisTokenStore, type RedisTokenStore } from '../../adapters/tokens/redis/redis-token-store.js';
+import { freshOwner, right } from '../support/fixtures.js';
+import { startService, type Service } from '../support/http.js';
+import { redisBinary, startRedis, type RunningServer } from '../support/servers.js';
+import { setup, skippable } from '../support/skip.js';
+
+type Ctx = { server?: RunningServer; redis?: Redis; store?: RedisTokenStore; svc?: Service };
+const name = 'AUTH=redis when Redis goes away';
+const binary = redisBinary();
+const s = suite<Ctx>(name, {});
+const test = skippable(s, name, binary);
+const TIMEOUT_MS = 2000;
+
+if (!('skip' in binary)) {
+  s.before(
+    setup(name, async (ctx) => {
+      ctx.server = await startRedis(binary.bin);
+      ctx.redis = redisConnection(ctx.server.uri, TIMEOUT_MS);
+      ctx.redis.on('error', () => undefined);
+      await whenReady(ctx.redis, 5000);
+      ctx.store = redisTokenStore(ctx.redis, { cacheTtlMs: 0 });
+      ctx.svc = await startService({ tokens: ctx.store.verifier });
+    }),
+  );
+  s.after(async (ctx) => {
+    await ctx.svc?.close();
+    if (ctx.redis !== undefined) await closeRedis(ctx.redis);
+    await ctx.server?.dispose();
+  });
+}
+
+const parts = (ctx: Ctx) => {
+  if (ctx.svc === undefined || ctx.server === undefined || ctx.store === undefined) throw new Error('setup failed');
+  return { svc: ctx.svc, server: ctx.server, store: ctx.store };
+};
+
+test('Redis down: a good token gets 503 within the bound (never 401), /readyz 503; back up: served again', async (ctx) => {
+  const { svc, server, store } = parts(ctx);
+  const token = await right(
+    store.issue({ owner: freshOwner(), subject: 'ci', scopes: ['plants:read', 'plants:write'] }),
+  );
+  assert.is((await svc.call('GET', '/plants', { token })).status, 200);
+
+  await server.stop(true);
+  for (const [method, path] of [
+    ['GET', '/plants'],
+    ['DELETE', '/plants/1'],
+  ] as const) {
+    const started = performance.now();
+    const res = await svc.call(method, path, { token });
+    const elapsed = performance.now() - started;
+    assert.is(res.status, 503, `${method} ${path}`);
+    assert.is(res.headers.get('retry-after'), '1');
+    assert.is((res.json() as { message: string }).message, 'token store is unavailable, retry later');
+    assert.ok(elapsed < TIMEOUT_MS + 1000, `answered in ${Math.round(elapsed)} ms`);
+  }
+  const ready = await svc.call('GET', '/readyz');
+  assert.is(ready.status, 503);
+  assert.is((ready.json() as { message: string }).message, 'not ready: token store does not answer');
+  assert.is(
+    (await svc.call('GET', '/plants', { token: 'unknown' })).status,
+    503,
+    'an unknown token is not called unknown either',
+  );
+
+  await server.start();
+  const until = Date.now() + 20_000;
+  while ((await svc.call('GET', '/readyz')).status !== 200) {
+    assert.ok(Date.now() < until, 'ready again within 20 s');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.is((await svc.call('GET', '/plants', { token })).status, 200, 'the token survived and works again');
+});
+
+test('a revoked token is refused at the next request (cache off)', async (ctx) => {
+  const { svc, store } = parts(ctx);
+  const token = await right(store.issue({ owner: freshOwner(), subject: 'ci', scopes: ['plants:read'] }));
+  assert.is((await svc.call('GET', '/plants', { token })).status, 200);
+  assert.ok(await right(store.revoke(token)));
+  const res = await svc.call('GET', '/plants', { token });
+  assert.is(res.status, 401);
+  assert.is(res.headers.get('www-authenticate'), 'Bearer realm="plants", error="invalid_token"');
+});
+
+s.run();

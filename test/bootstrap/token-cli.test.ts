@@ -1,0 +1,119 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { distRoot, runNode } from '../support/process.js';
+import { redisBinary, sharedRedis } from '../support/servers.js';
+import { skippable } from '../support/skip.js';
+
+const name = 'token CLI with AUTH=redis, end to end';
+const binary = redisBinary();
+const s = suite(name);
+const test = skippable(s, name, binary);
+const uri = async () => {
+  if ('skip' in binary) throw new Error(binary.skip);
+  return (await sharedRedis(binary.bin)).uri;
+};
+
+const cli = async (args: string[], env: Record<string, string> = {}) => {
+  const run = runNode('bootstrap/token-cli.js', { AUTH: 'redis', REDIS_URL: await uri(), ...env }, args);
+  const code = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
+};
+
+test('issue, use over HTTP, revoke, then 401 at the next request', async () => {
+  const issued = await cli([
+    'issue',
+    '--owner',
+    'acme',
+    '--subject',
+    'ci',
+    '--scopes',
+    'plants:read,plants:write',
+    '--ttl',
+    '3600',
+  ]);
+  assert.is(issued.code, 0, issued.stderr);
+  const lines = issued.stdout.trimEnd().split('\n');
+  const token = lines[lines.length - 1] as string;
+  assert.match(token, /^[A-Za-z0-9_-]{43}$/);
+  assert.match(
+    issued.stderr,
+    /issued a token for owner acme, subject ci, scopes plants:read plants:write, expires in 3600 s/,
+  );
+
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AUTH: 'redis',
+    REDIS_URL: await uri(),
+    TOKEN_CACHE_TTL_MS: '0',
+  });
+  try {
+    await svc.waitFor(/"msg":"listening"/);
+    const base = `http://127.0.0.1:${/"port":(\d+)/.exec(svc.stdout())?.[1]}`;
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    assert.is(
+      (await fetch(`${base}/plants`, { method: 'POST', headers, body: '{"id": 1, "name": "Fern"}' })).status,
+      200,
+    );
+    assert.is((await fetch(`${base}/readyz`)).status, 200);
+
+    const revoked = await cli(['revoke', token]);
+    assert.is(revoked.code, 0, revoked.stderr);
+    assert.is(revoked.stdout, 'revoked\n');
+    const after = await fetch(`${base}/plants`, { headers });
+    assert.is(after.status, 401);
+    assert.is(after.headers.get('www-authenticate'), 'Bearer realm="plants", error="invalid_token"');
+    assert.not.ok(svc.stdout().includes(token), 'the token never reaches a log line');
+
+    const again = await cli(['revoke', token]);
+    assert.is(again.code, 1);
+    assert.match(again.stdout, /^no such token/);
+  } finally {
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+  }
+});
+
+test('bad arguments print the usage line and exit 2', async () => {
+  for (const args of [
+    [],
+    ['grant'],
+    ['issue', '--owner', 'acme', '--subject', 'ci'],
+    ['issue', '--owner', 'acme', '--subject', 'ci', '--scopes', 'plants:admin'],
+    ['issue', '--owner', 'acme', '--subject', 'ci', '--scopes', 'plants:read', '--ttl', '0'],
+    ['issue', '--owner', '', '--subject', 'ci', '--scopes', 'plants:read'],
+    ['issue', '--owner', 'acme', '--subject', 'ci', '--scopes', 'plants:read', '--bogus', 'x'],
+    ['revoke'],
+    ['revoke', 'a', 'b'],
+  ]) {
+    const run = await cli(args);
+    assert.is(run.code, 2, args.join(' '));
+    assert.match(run.stderr, /\nusage: npm run token -- issue --owner <owner>/, args.join(' '));
+    assert.is(run.stdout, '');
+  }
+});
+
+test('the command needs AUTH=redis: otherwise one config line and exit 1', async () => {
+  const run = await cli(['issue', '--owner', 'acme', '--subject', 'ci', '--scopes', 'plants:read'], { AUTH: 'static' });
+  assert.is(run.code, 1);
+  assert.is(run.stderr, 'config: AUTH: the token command needs AUTH=redis (got static); for example AUTH=redis\n');
+});
+
+test('`npm run token -- issue ...` prints the token alone on the last line of stdout', async () => {
+  const run = spawnSync(
+    'npm',
+    ['run', 'token', '--', 'issue', '--owner', 'acme', '--subject', 'npm', '--scopes', 'plants:read'],
+    {
+      cwd: join(distRoot, '..'),
+      env: { ...process.env, AUTH: 'redis', REDIS_URL: await uri() },
+      encoding: 'utf8',
+    },
+  );
+  assert.is(run.status, 0, run.stderr);
+  const last = run.stdout.trimEnd().split('\n').pop();
+  assert.match(last ?? '', /^[A-Za-z0-9_-]{43}$/);
+});
+
+s.run();

@@ -114,7 +114,7 @@ test('with the cache on, another process’s revocation takes effect within the 
   assert.ok(O.isSome(await right(service.verifier.verify(token))), 'served from the cache right after');
   while (O.isSome(await right(service.verifier.verify(token)))) await new Promise((r) => setTimeout(r, 10));
   const took = Date.now() - revokedAt;
-  assert.ok(took <= cacheTtlMs + 100, `rejected ${took} ms after revocation (cache ${cacheTtlMs} ms)`);
+  assert.ok(took <= cacheTtlMs + 250, `rejected ${took} ms after revocation (cache ${cacheTtlMs} ms)`);
 });
 
 test('a record that is not a valid principal resolves to nothing', async (ctx) => {

@@ -61,8 +61,10 @@ export const tokenVerifierContract = (adapter: string, setup: TokenStoreSetup): 
   test('an unknown token, or a known one changed by one character, resolves to nothing', async (ctx) => {
     const { verifier, tokens } = await store(ctx).withPrincipals([principal()]);
     const token = tokens[0] as string;
-    const last = token.slice(-1) === 'A' ? 'B' : 'A';
-    assert.equal(await right(verifier.verify(token.slice(0, -1) + last)), O.none);
+    // A middle character: every bit of it counts (the last base64url character of a signature may carry padding bits).
+    const middle = Math.floor(token.length / 2);
+    const changed = token.slice(0, middle) + (token[middle] === 'A' ? 'B' : 'A') + token.slice(middle + 1);
+    assert.equal(await right(verifier.verify(changed)), O.none);
     assert.equal(await right(verifier.verify(token + 'x')), O.none);
     assert.equal(await right(verifier.verify('never-issued-token')), O.none);
   });

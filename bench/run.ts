@@ -1,0 +1,234 @@
+/**
+ * `npm run bench`: the service against the floor (a bare node:http server), side by side, on this machine.
+ * `npm run bench -- --smoke`: the same steps, short and small, to prove the benchmark still works (asserts no times).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
+import { encodeCursor } from '../adapters/http/cursor.js';
+import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
+import type { PlantId } from '../domain/plant.js';
+import { freePort, redisBinary, startRedis } from '../test/support/servers.js';
+
+const smoke = process.argv.includes('--smoke');
+const plan = smoke
+  ? { rounds: 1, seconds: 1, connections: 16, seed: 1000, scale: [1000, 20_000], heapCount: 20_000 }
+  : { rounds: 3, seconds: 8, connections: 32, seed: 10_000, scale: [1000, 1_000_000], heapCount: 1_000_000 };
+const dist = join(dirname(fileURLToPath(import.meta.url)), '..');
+const TOKEN = 'bench-token';
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  bad: number;
+}
+
+const children: ChildProcess[] = [];
+process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+
+const startProcess = async (args: string[], env: Record<string, string>, port: number): Promise<ChildProcess> => {
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).status < 500) return child;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${args.join(' ')} did not start`);
+};
+
+const stopProcess = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+};
+
+/** The service as operators run it: bootstrap/main.js, memory storage, pino at info with logs to /dev/null. */
+const startService = async (extraEnv: Record<string, string> = {}) => {
+  const port = await freePort();
+  const env = {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    AUTH_TOKENS: JSON.stringify([
+      { token: TOKEN, owner: 'bench', subject: 'bench', scopes: ['plants:read', 'plants:write'] },
+    ]),
+    ...extraEnv,
+  };
+  return { port, child: await startProcess([join(dist, 'bootstrap/main.js')], env, port) };
+};
+
+const startFloor = async () => {
+  const port = await freePort();
+  return { port, child: await startProcess([join(dist, 'bench/floor-server.js'), String(port), TOKEN], {}, port) };
+};
+
+const seed = async (port: number, count: number, token = TOKEN) => {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const id = next++;
+      const res = await fetch(`http://127.0.0.1:${port}/plants`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: `{"id":${id},"name":"plant ${id}","tag":"seed"}`,
+      });
+      if (res.status !== 200) throw new Error(`seeding answered ${res.status}`);
+      await res.arrayBuffer();
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+};
+
+const load = (spec: { url: string; method: 'GET' | 'POST'; token?: string; firstId?: number }): Promise<Load> =>
+  new Promise((resolve, reject) => {
+    const args = { token: TOKEN, seconds: plan.seconds, connections: plan.connections, ...spec };
+    const child = spawn(process.execPath, [join(dist, 'bench/load.js'), JSON.stringify(args)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out) as Load) : reject(new Error(`load exited ${code}`)),
+    );
+  });
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+const fmt = (l: Load) =>
+  `${l.rps.toFixed(0).padStart(7)} req/s  p50 ${String(l.p50).padStart(3)} ms  p99 ${String(l.p99).padStart(3)} ms${l.bad ? `  (${l.bad} non-2xx/errors)` : ''}`;
+
+const sideBySide = async () => {
+  const service = await startService();
+  const floor = await startFloor();
+  await Promise.all([seed(service.port, plan.seed), seed(floor.port, plan.seed)]);
+  const medians: Record<string, number> = {};
+  for (const [label, method, path] of [
+    ['GET /plants?limit=20', 'GET', '/plants?limit=20'],
+    ['POST /plants', 'POST', '/plants'],
+  ] as const) {
+    console.log(
+      `\n${label} (${plan.rounds} rounds of ${plan.seconds} s each, ${plan.connections} connections, A=service B=floor)`,
+    );
+    const ratios: number[] = [];
+    for (let round = 1; round <= plan.rounds; round++) {
+      const firstId = 1_000_000_000 * round;
+      const a = await load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId });
+      const b = await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId });
+      ratios.push(a.rps / b.rps);
+      console.log(`  round ${round}  service ${fmt(a)}`);
+      console.log(`           floor   ${fmt(b)}   ratio ${(a.rps / b.rps).toFixed(2)}`);
+    }
+    medians[label] = median(ratios);
+    console.log(`  median ratio service/floor: ${median(ratios).toFixed(2)}`);
+  }
+  await Promise.all([stopProcess(service.child), stopProcess(floor.child)]);
+  return medians;
+};
+
+const listScaling = async () => {
+  console.log(`\nlist latency against the owner's plant count (memory storage, GET limit=20 from the middle)`);
+  const p50s: number[] = [];
+  for (const count of plan.scale) {
+    const port = await freePort();
+    const child = await startProcess(
+      [join(dist, 'bench/seeded-service.js'), String(port), String(count), TOKEN],
+      {},
+      port,
+    );
+    const cursor = encodeCursor(BigInt(Math.floor(count / 2)) as PlantId);
+    const l = await load({ url: `http://127.0.0.1:${port}/plants?limit=20&cursor=${cursor}`, method: 'GET' });
+    p50s.push(l.p50);
+    console.log(
+      `  list p50 at ${String(count).padStart(9)} plants: ${l.p50} ms (p99 ${l.p99} ms, ${l.rps.toFixed(0)} req/s)`,
+    );
+    await stopProcess(child);
+  }
+  console.log(
+    `  ratio p50 at ${plan.scale[1]} / at ${plan.scale[0]}: ${((p50s[1] ?? 0) / Math.max(p50s[0] ?? 1, 0.001)).toFixed(2)}`,
+  );
+};
+
+const heap = async () => {
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', join(dist, 'bench/heap.js'), String(plan.heapCount)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let text = '';
+    child.stdout.on('data', (c: Buffer) => (text += c.toString()));
+    child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`heap exited ${code}`))));
+  });
+  const { count, bytesPerPlant } = JSON.parse(out) as { count: number; bytesPerPlant: number };
+  console.log(`\nheap bytes per stored plant beyond its strings, at ${count} plants: ${bytesPerPlant.toFixed(0)}`);
+};
+
+const redisAuth = async () => {
+  const binary = redisBinary();
+  if ('skip' in binary) {
+    console.log(`\nAUTH=redis: skipped (${binary.skip})`);
+    return;
+  }
+  const server = await startRedis(binary.bin);
+  const redis = redisConnection(server.uri, 2000);
+  redis.on('error', () => undefined);
+  await whenReady(redis, 5000);
+  const issued = await redisTokenStore(redis, { cacheTtlMs: 0 }).issue({
+    owner: 'bench',
+    subject: 'bench',
+    scopes: ['plants:read', 'plants:write'],
+  })();
+  if (issued._tag === 'Left') throw new Error('could not issue a bench token');
+  const token = issued.right;
+  console.log(`\nAUTH=redis vs static, GET /plants?limit=20 (${plan.rounds} rounds)`);
+  const targets = [
+    { label: 'static       ', env: {}, token: TOKEN },
+    { label: 'redis cache  ', env: { AUTH: 'redis', REDIS_URL: server.uri, TOKEN_CACHE_TTL_MS: '5000' }, token },
+    { label: 'redis no cache', env: { AUTH: 'redis', REDIS_URL: server.uri, TOKEN_CACHE_TTL_MS: '0' }, token },
+  ];
+  const started = await Promise.all(targets.map((t) => startService(t.env)));
+  await Promise.all(started.map((s, i) => seed(s.port, 100, targets[i]?.token)));
+  const ratios: number[][] = [[], []];
+  for (let round = 1; round <= plan.rounds; round++) {
+    const results: Load[] = [];
+    for (const [i, t] of targets.entries()) {
+      results.push(
+        await load({ url: `http://127.0.0.1:${started[i]?.port}/plants?limit=20`, method: 'GET', token: t.token }),
+      );
+    }
+    results.forEach((r, i) => console.log(`  round ${round}  ${targets[i]?.label} ${fmt(r)}`));
+    const base = results[0] as Load;
+    ratios[0]?.push((results[1] as Load).rps / base.rps);
+    ratios[1]?.push((results[2] as Load).rps / base.rps);
+  }
+  console.log(`  median ratio redis(cache on)/static: ${median(ratios[0] ?? []).toFixed(2)}`);
+  console.log(`  median ratio redis(cache off)/static: ${median(ratios[1] ?? []).toFixed(2)}`);
+  await Promise.all(started.map((s) => stopProcess(s.child)));
+  await closeRedis(redis);
+  await server.dispose();
+};
+
+console.log(`plant-store bench${smoke ? ' (smoke: short and small, figures not meaningful)' : ''}`);
+console.log(`machine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown cpu'}, node ${process.version}`);
+const medians = await sideBySide();
+await listScaling();
+await heap();
+await redisAuth();
+console.log(
+  `\nsummary: GET ratio ${medians['GET /plants?limit=20']?.toFixed(2)}, POST ratio ${medians['POST /plants']?.toFixed(2)}`,
+);
+process.exit(0);

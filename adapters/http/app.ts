@@ -76,20 +76,17 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     headers?: Readonly<Record<string, string>>,
   ) => {
     if (res.headersSent || res.destroyed) return;
-    res.statusCode = status;
-    res.setHeader('x-request-id', req.id);
-    res.setHeader('cache-control', 'no-store');
-    res.setHeader('x-content-type-options', 'nosniff');
+    // One flat header list and one writeHead: cheaper than a setHeader per field.
+    const fields: string[] = ['x-request-id', req.id, 'cache-control', 'no-store', 'x-content-type-options', 'nosniff'];
     if (req.rate !== undefined) {
       const rate = rateLimitHeaders(req.rate);
-      for (const name in rate) res.setHeader(name, rate[name] as string);
+      for (const name in rate) fields.push(name, rate[name] as string);
     }
-    if (headers !== undefined) for (const name in headers) res.setHeader(name, headers[name] as string);
-    if (body === undefined) res.end();
+    if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
+    if (body === undefined) res.writeHead(status, fields).end();
     else {
-      res.setHeader('content-type', JSON_TYPE);
-      res.setHeader('content-length', Buffer.byteLength(body));
-      res.end(body);
+      fields.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
+      res.writeHead(status, fields).end(body);
     }
     logger.info(
       {

@@ -121,30 +121,32 @@ const CursorParam = field('cursor', (_key, u) =>
   ),
 );
 
-const ListQuery = t.type({ limit: LimitParam, cursor: CursorParam });
-
 export interface ListQueryInput {
   readonly limit?: number;
   readonly after?: PlantId;
 }
 
+/** Decodes one named input with its codec, so a failure names that input. */
+const decodeNamed = <A>(codec: t.Type<A, unknown, unknown>, key: string, value: unknown): E.Either<FieldRuleBroken, A> =>
+  E.mapLeft(describe)(codec.validate(value, [{ key, type: codec, actual: value }]));
+
+const noQuery: ListQueryInput = {};
+
 /** `limit` and `cursor` of GET /plants; other parameters are ignored. */
-export const decodeListQuery = (query: unknown): E.Either<FieldRuleBroken, ListQueryInput> =>
-  pipe(
-    ListQuery.decode(query ?? {}),
-    E.bimap(describe, ({ limit, cursor }) => ({
-      ...(limit === undefined ? {} : { limit }),
-      ...(cursor === undefined ? {} : { after: cursor }),
-    })),
-  );
+export const decodeListQuery = (query: Readonly<Record<string, unknown>>): E.Either<FieldRuleBroken, ListQueryInput> => {
+  const { limit: rawLimit, cursor: rawCursor } = query;
+  if (rawLimit === undefined && rawCursor === undefined) return E.right(noQuery);
+  const limit = decodeNamed(LimitParam, 'limit', rawLimit);
+  if (E.isLeft(limit)) return limit;
+  const cursor = decodeNamed(CursorParam, 'cursor', rawCursor);
+  if (E.isLeft(cursor)) return cursor;
+  return E.right({
+    ...(limit.right === undefined ? {} : { limit: limit.right }),
+    ...(cursor.right === undefined ? {} : { after: cursor.right }),
+  });
+};
 
 const PathId = field('id', (key, u) => (typeof u === 'string' ? PlantId.fromDecimal(key, u) : E.left(PlantId.rule)));
 
 /** `{id}` of /plants/{id}: a decimal int64. */
-const PathParams = t.type({ id: PathId });
-
-export const decodePathId = (raw: string | undefined): E.Either<FieldRuleBroken, PlantId> =>
-  pipe(
-    PathParams.decode({ id: raw }),
-    E.bimap(describe, ({ id }) => id),
-  );
+export const decodePathId = (raw: string | undefined): E.Either<FieldRuleBroken, PlantId> => decodeNamed(PathId, 'id', raw);

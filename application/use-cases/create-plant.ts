@@ -1,5 +1,5 @@
-import { pipe } from 'fp-ts/lib/function.js';
-import * as TE from 'fp-ts/lib/TaskEither.js';
+import * as E from 'fp-ts/lib/Either.js';
+import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
 import { plantConflict, type PlantConflict } from '../../domain/errors.js';
 import { samePlant, type Plant } from '../../domain/plant.js';
 import { requireScope, type MissingScope, type Principal, type Scope } from '../../domain/principal.js';
@@ -16,12 +16,12 @@ export type CreatePlantError = MissingScope | PlantConflict | StorageUnavailable
  */
 export const createPlant =
   ({ plants }: { readonly plants: PlantRepository }) =>
-  (principal: Principal, candidate: Plant): TE.TaskEither<CreatePlantError, Plant> =>
-    pipe(
-      TE.fromEither(requireScope(principal, createPlantScope)),
-      TE.chainW(({ owner }) => plants.insert(owner, candidate)),
-      TE.chainW((outcome) => {
-        if (outcome._tag === 'Inserted') return TE.right(candidate);
-        return samePlant(outcome.stored, candidate) ? TE.right(outcome.stored) : TE.left(plantConflict);
-      }),
-    );
+  (principal: Principal, candidate: Plant): TaskEither<CreatePlantError, Plant> =>
+  async () => {
+    const allowed = requireScope(principal, createPlantScope);
+    if (E.isLeft(allowed)) return allowed;
+    const outcome = await plants.insert(principal.owner, candidate)();
+    if (E.isLeft(outcome)) return outcome;
+    if (outcome.right._tag === 'Inserted') return E.right(candidate);
+    return samePlant(outcome.right.stored, candidate) ? E.right(outcome.right.stored) : E.left(plantConflict);
+  };

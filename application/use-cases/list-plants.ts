@@ -1,5 +1,5 @@
-import { pipe } from 'fp-ts/lib/function.js';
-import * as TE from 'fp-ts/lib/TaskEither.js';
+import * as E from 'fp-ts/lib/Either.js';
+import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
 import type { Plant, PlantId } from '../../domain/plant.js';
 import { requireScope, type MissingScope, type Principal, type Scope } from '../../domain/principal.js';
 import type { StorageUnavailable } from '../errors.js';
@@ -27,16 +27,17 @@ export type ListPlantsError = MissingScope | StorageUnavailable;
 /** One page of the principal's owner's plants, ascending by id. */
 export const listPlants =
   ({ plants }: { readonly plants: PlantRepository }) =>
-  (principal: Principal, query: ListPlantsQuery): TE.TaskEither<ListPlantsError, PlantListPage> => {
+  (principal: Principal, query: ListPlantsQuery): TaskEither<ListPlantsError, PlantListPage> =>
+  async () => {
+    const allowed = requireScope(principal, listPlantsScope);
+    if (E.isLeft(allowed)) return allowed;
     const limit = Math.min(query.limit ?? PAGE_DEFAULT, PAGE_MAX);
-    return pipe(
-      TE.fromEither(requireScope(principal, listPlantsScope)),
-      TE.chainW(({ owner }) => plants.page(owner, query.after, limit)),
-      TE.map((page): PlantListPage => {
-        const last = page.plants[page.plants.length - 1];
-        return page.more && last !== undefined
-          ? { plants: page.plants, next: { after: last.id, limit } }
-          : { plants: page.plants };
-      }),
+    const page = await plants.page(principal.owner, query.after, limit)();
+    if (E.isLeft(page)) return page;
+    const last = page.right.plants[page.right.plants.length - 1];
+    return E.right(
+      page.right.more && last !== undefined
+        ? { plants: page.right.plants, next: { after: last.id, limit } }
+        : { plants: page.right.plants },
     );
   };

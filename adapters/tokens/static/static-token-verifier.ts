@@ -1,4 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, timingSafeEqual } from 'node:crypto';
+import * as E from 'fp-ts/lib/Either.js';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
@@ -21,12 +22,12 @@ export const staticTokenVerifier = (tokens: readonly StaticToken[]): TokenVerifi
   for (const token of tokens) byHash.set(token.sha256.toString('hex'), token);
 
   return {
-    verify: (token) =>
-      TE.fromIO(() => {
-        const presented = sha256(token);
-        const entry = byHash.get(presented.toString('hex'));
-        return entry !== undefined && timingSafeEqual(entry.sha256, presented) ? O.some(entry.principal) : O.none;
-      }),
+    verify: (token) => () => {
+      const presented = hash('sha256', token, 'hex');
+      const entry = byHash.get(presented);
+      const found = entry !== undefined && timingSafeEqual(entry.sha256, Buffer.from(presented, 'hex'));
+      return Promise.resolve(E.right(found ? O.some(entry.principal) : O.none));
+    },
     ping: TE.right(undefined),
   };
 };

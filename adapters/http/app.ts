@@ -133,34 +133,35 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     return result.right;
   };
 
+  /** Stamps the exchange once: start time and request id (the caller's when valid, else a new one). */
+  const begin = (req: Request, route: string): Exchange => {
+    const exchange = req as Exchange;
+    if ((exchange as Partial<Exchange>).id === undefined) {
+      exchange.startedAt = performance.now();
+      const given = req.headers['x-request-id'];
+      exchange.id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    }
+    exchange.route = route;
+    return exchange;
+  };
+
   const named =
     (route: string, handler: (req: Exchange, res: ServerResponse) => Promise<void> | void) =>
-    (req: Request, res: ServerResponse) => {
-      const exchange = req as Exchange;
-      exchange.route = route;
-      return handler(exchange, res);
-    };
+    (req: Request, res: ServerResponse) =>
+      handler(begin(req, route), res);
 
   const methodNotAllowed = (path: string, allow: string) =>
     named(`* ${path}`, (req, res) => fail(req, res, { _tag: 'MethodNotAllowed', allow }));
 
   const app = polka({
     onNoMatch: (req, res) => {
-      fail(req as Exchange, res, { _tag: 'RouteNotFound' });
+      fail(begin(req, 'unknown'), res, { _tag: 'RouteNotFound' });
     },
     onError: (err, req, res) => {
-      logger.error({ reqId: (req as Exchange).id, err }, 'unexpected fault');
-      fail(req as Exchange, res, { _tag: 'InternalError' });
+      const exchange = begin(req, (req as Partial<Exchange>).route ?? 'unknown');
+      logger.error({ reqId: exchange.id, err }, 'unexpected fault');
+      fail(exchange, res, { _tag: 'InternalError' });
     },
-  });
-
-  app.use((req, _res, next) => {
-    const exchange = req as Exchange;
-    exchange.startedAt = performance.now();
-    const given = req.headers['x-request-id'];
-    exchange.id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    exchange.route = 'unknown';
-    next();
   });
 
   app

@@ -19,14 +19,10 @@ const field = <A>(name: string, read: (key: string, u: unknown) => E.Either<Fiel
     name,
     (u): u is A => E.isRight(read(name, u)),
     (u, c) => {
-      const key = fieldOf(c);
-      return pipe(
-        read(key, u),
-        E.fold(
-          (e) => t.failure(u, c, typeof e === 'string' ? e : e.rule),
-          (a) => t.success(a),
-        ),
-      );
+      const result = read(fieldOf(c), u);
+      return E.isLeft(result)
+        ? t.failure(u, c, typeof result.left === 'string' ? result.left : result.left.rule)
+        : t.success(result.right);
     },
     (a) => a,
   );
@@ -102,24 +98,20 @@ const once = (u: unknown): E.Either<FieldRuleBroken | string, string | undefined
 const INT32_MAX = 2147483647;
 const LIMIT_RULE = `must be an integer from 1 to ${INT32_MAX}`;
 
-const LimitParam = field('limit', (_key, u) =>
-  pipe(
-    once(u),
-    E.chain((s) => {
-      if (s === undefined) return E.right(undefined);
-      if (!/^[0-9]{1,10}$/.test(s)) return E.left(LIMIT_RULE);
-      const n = Number(s);
-      return n >= 1 && n <= INT32_MAX ? E.right(n) : E.left(LIMIT_RULE);
-    }),
-  ),
-);
+const LimitParam = field<number | undefined>('limit', (_key, u) => {
+  const given = once(u);
+  if (E.isLeft(given)) return given;
+  if (given.right === undefined) return E.right(undefined);
+  if (!/^[0-9]{1,10}$/.test(given.right)) return E.left(LIMIT_RULE);
+  const n = Number(given.right);
+  return n >= 1 && n <= INT32_MAX ? E.right(n) : E.left(LIMIT_RULE);
+});
 
-const CursorParam = field('cursor', (_key, u) =>
-  pipe(
-    once(u),
-    E.chain((s) => (s === undefined ? E.right(undefined) : decodeCursor(s))),
-  ),
-);
+const CursorParam = field<PlantId | undefined>('cursor', (_key, u) => {
+  const given = once(u);
+  if (E.isLeft(given)) return given;
+  return given.right === undefined ? E.right(undefined) : decodeCursor(given.right);
+});
 
 export interface ListQueryInput {
   readonly limit?: number;
@@ -127,13 +119,18 @@ export interface ListQueryInput {
 }
 
 /** Decodes one named input with its codec, so a failure names that input. */
-const decodeNamed = <A>(codec: t.Type<A, unknown, unknown>, key: string, value: unknown): E.Either<FieldRuleBroken, A> =>
-  E.mapLeft(describe)(codec.validate(value, [{ key, type: codec, actual: value }]));
+const decodeNamed = <A>(
+  codec: t.Type<A, unknown, unknown>,
+  key: string,
+  value: unknown,
+): E.Either<FieldRuleBroken, A> => E.mapLeft(describe)(codec.validate(value, [{ key, type: codec, actual: value }]));
 
 const noQuery: ListQueryInput = {};
 
 /** `limit` and `cursor` of GET /plants; other parameters are ignored. */
-export const decodeListQuery = (query: Readonly<Record<string, unknown>>): E.Either<FieldRuleBroken, ListQueryInput> => {
+export const decodeListQuery = (
+  query: Readonly<Record<string, unknown>>,
+): E.Either<FieldRuleBroken, ListQueryInput> => {
   const { limit: rawLimit, cursor: rawCursor } = query;
   if (rawLimit === undefined && rawCursor === undefined) return E.right(noQuery);
   const limit = decodeNamed(LimitParam, 'limit', rawLimit);
@@ -149,4 +146,5 @@ export const decodeListQuery = (query: Readonly<Record<string, unknown>>): E.Eit
 const PathId = field('id', (key, u) => (typeof u === 'string' ? PlantId.fromDecimal(key, u) : E.left(PlantId.rule)));
 
 /** `{id}` of /plants/{id}: a decimal int64. */
-export const decodePathId = (raw: string | undefined): E.Either<FieldRuleBroken, PlantId> => decodeNamed(PathId, 'id', raw);
+export const decodePathId = (raw: string | undefined): E.Either<FieldRuleBroken, PlantId> =>
+  decodeNamed(PathId, 'id', raw);

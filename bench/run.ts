@@ -14,8 +14,26 @@ import { freePort, redisBinary, startRedis } from '../test/support/servers.js';
 
 const smoke = process.argv.includes('--smoke');
 const plan = smoke
-  ? { rounds: 1, seconds: 1, connections: 16, seed: 1000, scale: [1000, 20_000], heapCount: 20_000 }
-  : { rounds: 3, seconds: 8, connections: 32, seed: 10_000, scale: [1000, 1_000_000], heapCount: 1_000_000 };
+  ? {
+      rounds: 1,
+      seconds: 1,
+      warmup: 1,
+      connections: 16,
+      seed: 1000,
+      scale: [1000, 20_000],
+      probe: 200,
+      heapCount: 20_000,
+    }
+  : {
+      rounds: 5,
+      seconds: 5,
+      warmup: 3,
+      connections: 32,
+      seed: 10_000,
+      scale: [1000, 1_000_000],
+      probe: 5000,
+      heapCount: 1_000_000,
+    };
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN = 'bench-token';
 
@@ -92,7 +110,14 @@ const seed = async (port: number, count: number, token = TOKEN) => {
   await Promise.all(Array.from({ length: 16 }, worker));
 };
 
-const load = (spec: { url: string; method: 'GET' | 'POST'; token?: string; firstId?: number }): Promise<Load> =>
+const load = (spec: {
+  url: string;
+  method: 'GET' | 'POST';
+  token?: string;
+  firstId?: number;
+  probe?: number;
+  seconds?: number;
+}): Promise<Load> =>
   new Promise((resolve, reject) => {
     const args = { token: TOKEN, seconds: plan.seconds, connections: plan.connections, ...spec };
     const child = spawn(process.execPath, [join(dist, 'bench/load.js'), JSON.stringify(args)], {
@@ -125,6 +150,9 @@ const sideBySide = async () => {
     console.log(
       `\n${label} (${plan.rounds} rounds of ${plan.seconds} s each, ${plan.connections} connections, A=service B=floor)`,
     );
+    // Warm both (JIT, connection pools) before anything is counted.
+    await load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId: 900_000_000, seconds: plan.warmup });
+    await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId: 900_000_000, seconds: plan.warmup });
     const ratios: number[] = [];
     for (let round = 1; round <= plan.rounds; round++) {
       const firstId = 1_000_000_000 * round;
@@ -142,7 +170,9 @@ const sideBySide = async () => {
 };
 
 const listScaling = async () => {
-  console.log(`\nlist latency against the owner's plant count (memory storage, GET limit=20 from the middle)`);
+  console.log(
+    `\nlist latency against the owner's plant count (memory storage, GET limit=20 from the middle; ${plan.probe} sequential requests after as many to warm up)`,
+  );
   const p50s: number[] = [];
   for (const count of plan.scale) {
     const port = await freePort();
@@ -152,10 +182,14 @@ const listScaling = async () => {
       port,
     );
     const cursor = encodeCursor(BigInt(Math.floor(count / 2)) as PlantId);
-    const l = await load({ url: `http://127.0.0.1:${port}/plants?limit=20&cursor=${cursor}`, method: 'GET' });
+    const l = await load({
+      url: `http://127.0.0.1:${port}/plants?limit=20&cursor=${cursor}`,
+      method: 'GET',
+      probe: plan.probe,
+    });
     p50s.push(l.p50);
     console.log(
-      `  list p50 at ${String(count).padStart(9)} plants: ${l.p50} ms (p99 ${l.p99} ms, ${l.rps.toFixed(0)} req/s)`,
+      `  list p50 at ${String(count).padStart(9)} plants: ${l.p50.toFixed(3)} ms (p99 ${l.p99.toFixed(3)} ms)`,
     );
     await stopProcess(child);
   }
@@ -202,6 +236,14 @@ const redisAuth = async () => {
   ];
   const started = await Promise.all(targets.map((t) => startService(t.env)));
   await Promise.all(started.map((s, i) => seed(s.port, 100, targets[i]?.token)));
+  for (const [i, t] of targets.entries()) {
+    await load({
+      url: `http://127.0.0.1:${started[i]?.port}/plants?limit=20`,
+      method: 'GET',
+      token: t.token,
+      seconds: plan.warmup,
+    });
+  }
   const ratios: number[][] = [[], []];
   for (let round = 1; round <= plan.rounds; round++) {
     const results: Load[] = [];

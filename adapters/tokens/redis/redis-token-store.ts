@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
@@ -8,7 +8,6 @@ import { tokenStoreUnavailable, type TokenStoreUnavailable } from '../../../appl
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
 import { isScope, type Principal, type Scope } from '../../../domain/principal.js';
-import { sha256 } from '../static/static-token-verifier.js';
 
 /**
  * Opaque tokens in Redis (AUTH=redis). A token is kept only as its SHA-256: the key is `plantstore:token:<hex>`, a
@@ -16,7 +15,7 @@ import { sha256 } from '../static/static-token-verifier.js';
  * key. A lookup that Redis cannot answer in time is TokenStoreUnavailable, never "unknown token".
  */
 export const KEY_PREFIX = 'plantstore:token:';
-export const keyOf = (token: string): string => KEY_PREFIX + sha256(token).toString('hex');
+export const keyOf = (token: string): string => KEY_PREFIX + hash('sha256', token, 'hex');
 
 const StoredPrincipal = t.type({ owner: t.string, subject: t.string, scopes: t.string });
 

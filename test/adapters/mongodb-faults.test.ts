@@ -1,37 +1,32 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startService, type Service } from '../support/http.js';
 import { ferretDbBinary, startFerretDb, type RunningServer } from '../support/servers.js';
-import { setup, skippable } from '../support/skip.js';
 import { mongoRepository } from '../support/storage-backends.js';
+import { suiteWith } from '../support/suites.js';
 
-type Ctx = { server?: RunningServer; svc?: Service; teardown?: () => Promise<void> };
-const name = 'MongoDB adapter when the server goes away [FerretDB]';
-const binary = ferretDbBinary();
-const s = suite<Ctx>(name, {});
-const test = skippable(s, name, binary);
 const TIMEOUT_MS = 2000;
+const binary = ferretDbBinary();
 
-if (!('skip' in binary)) {
-  s.before(
-    setup(name, async (ctx) => {
-      ctx.server = await startFerretDb(binary.bin);
-      const { repo, teardown } = await mongoRepository(ctx.server.uri, TIMEOUT_MS);
-      ctx.teardown = teardown;
-      ctx.svc = await startService({ plants: repo });
-    }),
-  );
-  s.after(async (ctx) => {
-    await ctx.svc?.close();
-    await ctx.teardown?.().catch(() => undefined);
-    await ctx.server?.dispose();
-  });
-}
-
-const parts = (ctx: Ctx) => {
-  if (ctx.svc === undefined || ctx.server === undefined) throw new Error('setup failed');
-  return { svc: ctx.svc, server: ctx.server };
-};
+/** A FerretDB of its own (this suite stops and starts it), the MongoDB adapter on it, and the service over that. */
+const { test, subject, run } = suiteWith(
+  'MongoDB adapter when the server goes away [FerretDB]',
+  'skip' in binary
+    ? binary
+    : async (): Promise<{ server: RunningServer; svc: Service; teardown: () => Promise<void> }> => {
+        const server = await startFerretDb(binary.bin);
+        const { repo, teardown } = await mongoRepository(server.uri, TIMEOUT_MS);
+        const svc = await startService({ plants: repo });
+        return {
+          server,
+          svc,
+          teardown: async () => {
+            await svc.close();
+            await teardown().catch(() => undefined);
+            await server.dispose();
+          },
+        };
+      },
+);
 const create = (svc: Service, id: number) =>
   svc.call('POST', '/plants', { token: svc.token.alice, body: `{"id": ${id}, "name": "plant ${id}"}` });
 const names = async (svc: Service) => {
@@ -41,7 +36,7 @@ const names = async (svc: Service) => {
 };
 
 test('a crash mid-traffic: bounded 503s, /readyz 503, then recovery without restart and no acknowledged plant lost', async (ctx) => {
-  const { svc, server } = parts(ctx);
+  const { svc, server } = subject(ctx);
   const acknowledged: number[] = [];
   for (let id = 1; id <= 20; id++) {
     assert.is((await create(svc, id)).status, 200);
@@ -91,4 +86,4 @@ test('a crash mid-traffic: bounded 503s, /readyz 503, then recovery without rest
   assert.is((await create(svc, 100)).status, 200);
 });
 
-s.run();
+run();

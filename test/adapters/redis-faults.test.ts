@@ -1,45 +1,46 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Redis } from 'ioredis';
 import { closeRedis, redisConnection, whenReady } from '../../adapters/redis/connection.js';
 import { redisTokenStore, type RedisTokenStore } from '../../adapters/tokens/redis/redis-token-store.js';
 import { freshOwner, right } from '../support/fixtures.js';
 import { startService, type Service } from '../support/http.js';
 import { redisBinary, startRedis, type RunningServer } from '../support/servers.js';
-import { setup, skippable } from '../support/skip.js';
+import { suiteWith } from '../support/suites.js';
 
-type Ctx = { server?: RunningServer; redis?: Redis; store?: RedisTokenStore; svc?: Service };
-const name = 'AUTH=redis when Redis goes away';
-const binary = redisBinary();
-const s = suite<Ctx>(name, {});
-const test = skippable(s, name, binary);
 const TIMEOUT_MS = 2000;
+const binary = redisBinary();
 
-if (!('skip' in binary)) {
-  s.before(
-    setup(name, async (ctx) => {
-      ctx.server = await startRedis(binary.bin);
-      ctx.redis = redisConnection(ctx.server.uri, TIMEOUT_MS);
-      ctx.redis.on('error', () => undefined);
-      await whenReady(ctx.redis, 5000);
-      ctx.store = redisTokenStore(ctx.redis, { cacheTtlMs: 0 });
-      ctx.svc = await startService({ tokens: ctx.store.verifier });
-    }),
-  );
-  s.after(async (ctx) => {
-    await ctx.svc?.close();
-    if (ctx.redis !== undefined) await closeRedis(ctx.redis);
-    await ctx.server?.dispose();
-  });
-}
-
-const parts = (ctx: Ctx) => {
-  if (ctx.svc === undefined || ctx.server === undefined || ctx.store === undefined) throw new Error('setup failed');
-  return { svc: ctx.svc, server: ctx.server, store: ctx.store };
-};
+/** A redis-server of its own (this suite stops and starts it), the token store on it, and the service over that. */
+const { test, subject, run } = suiteWith(
+  'AUTH=redis when Redis goes away',
+  'skip' in binary
+    ? binary
+    : async (): Promise<{
+        server: RunningServer;
+        store: RedisTokenStore;
+        svc: Service;
+        teardown: () => Promise<void>;
+      }> => {
+        const server = await startRedis(binary.bin);
+        const redis = redisConnection(server.uri, TIMEOUT_MS);
+        redis.on('error', () => undefined);
+        await whenReady(redis, 5000);
+        const store = redisTokenStore(redis, { cacheTtlMs: 0 });
+        const svc = await startService({ tokens: store.verifier });
+        return {
+          server,
+          store,
+          svc,
+          teardown: async () => {
+            await svc.close();
+            await closeRedis(redis);
+            await server.dispose();
+          },
+        };
+      },
+);
 
 test('Redis down: a good token gets 503 within the bound (never 401), /readyz 503; back up: served again', async (ctx) => {
-  const { svc, server, store } = parts(ctx);
+  const { svc, server, store } = subject(ctx);
   const token = await right(
     store.issue({ owner: freshOwner(), subject: 'ci', scopes: ['plants:read', 'plants:write'] }),
   );
@@ -77,7 +78,7 @@ test('Redis down: a good token gets 503 within the bound (never 401), /readyz 50
 });
 
 test('a revoked token is refused at the next request (cache off)', async (ctx) => {
-  const { svc, store } = parts(ctx);
+  const { svc, store } = subject(ctx);
   const token = await right(store.issue({ owner: freshOwner(), subject: 'ci', scopes: ['plants:read'] }));
   assert.is((await svc.call('GET', '/plants', { token })).status, 200);
   assert.ok(await right(store.revoke(token)));
@@ -86,4 +87,4 @@ test('a revoked token is refused at the next request (cache off)', async (ctx) =
   assert.is(res.headers.get('www-authenticate'), 'Bearer realm="plants", error="invalid_token"');
 });
 
-s.run();
+run();

@@ -1,13 +1,12 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import * as O from 'fp-ts/lib/Option.js';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { redisConnection, whenReady } from '../../adapters/redis/connection.js';
 import { KEY_PREFIX, keyOf, redisTokenStore } from '../../adapters/tokens/redis/redis-token-store.js';
 import { tokenVerifierContract } from '../contracts/token-verifier.contract.js';
 import { freshOwner, principal, right } from '../support/fixtures.js';
 import { redisBinary, sharedRedis } from '../support/servers.js';
-import { setup, skippable } from '../support/skip.js';
+import { suiteWith } from '../support/suites.js';
 
 const binary = redisBinary();
 
@@ -41,24 +40,16 @@ tokenVerifierContract(
       },
 );
 
-type Ctx = { redis?: Redis };
-const name = 'Redis token store';
-const s = suite<Ctx>(name, {});
-const test = skippable(s, name, binary);
-if (!('skip' in binary)) {
-  s.before(
-    setup(name, async (ctx) => {
-      ctx.redis = await connectTo();
-    }),
-  );
-  s.after((ctx) => {
-    ctx.redis?.disconnect();
-  });
-}
-const redisOf = (ctx: Ctx): Redis => {
-  if (ctx.redis === undefined) throw new Error('no redis');
-  return ctx.redis;
-};
+const { test, subject, run } = suiteWith(
+  'Redis token store',
+  'skip' in binary
+    ? binary
+    : async () => {
+        const redis = await connectTo();
+        return { redis, teardown: async () => void redis.disconnect() };
+      },
+);
+const redisOf = (ctx: Parameters<typeof subject>[0]): Redis => subject(ctx).redis;
 
 test('a token is stored only as its SHA-256: neither key nor value holds the secret', async (ctx) => {
   const redis = redisOf(ctx);
@@ -139,4 +130,4 @@ test('a principal issued with both scopes keeps both', async (ctx) => {
   assert.equal([...found.value.scopes].sort(), ['plants:read', 'plants:write']);
 });
 
-s.run();
+run();

@@ -1,19 +1,18 @@
 import { MongoClient } from 'mongodb';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { runNode } from '../support/process.js';
 import { ferretDbBinary, sharedFerretDb } from '../support/servers.js';
-import { skippable } from '../support/skip.js';
+import { suiteWith } from '../support/suites.js';
 
-const name = 'the service process with STORAGE=mongodb [FerretDB]';
 const binary = ferretDbBinary();
-const s = suite(name);
-const test = skippable(s, name, binary);
+const { test, subject, run } = suiteWith(
+  'the service process with STORAGE=mongodb [FerretDB]',
+  'skip' in binary ? binary : async () => ({ uri: (await sharedFerretDb(binary.bin)).uri }),
+);
 
-test('serves plants from MongoDB, with the unique (owner, id) index created at start-up', async () => {
-  if ('skip' in binary) return;
-  const { uri } = await sharedFerretDb(binary.bin);
+test('serves plants from MongoDB, with the unique (owner, id) index created at start-up', async (ctx) => {
+  const { uri } = subject(ctx);
   const db = `plantstore_main_${Date.now()}`;
   const token = 'mongo-process-token';
   const svc = runNode('bootstrap/main.js', {
@@ -65,4 +64,4 @@ test('a MONGODB_URI the driver cannot parse stops start-up with one line, creden
   );
 });
 
-s.run();
+run();

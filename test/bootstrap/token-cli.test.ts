@@ -1,19 +1,19 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { distRoot, runNode } from '../support/process.js';
 import { redisBinary, sharedRedis } from '../support/servers.js';
-import { skippable } from '../support/skip.js';
+import { suiteWith } from '../support/suites.js';
 
-const name = 'token CLI with AUTH=redis, end to end';
 const binary = redisBinary();
-const s = suite(name);
-const test = skippable(s, name, binary);
 const uri = async () => {
   if ('skip' in binary) throw new Error(binary.skip);
   return (await sharedRedis(binary.bin)).uri;
 };
+const { test, run } = suiteWith(
+  'token CLI with AUTH=redis, end to end',
+  'skip' in binary ? binary : async () => ({ uri: await uri() }),
+);
 
 const cli = async (args: string[], env: Record<string, string> = {}) => {
   const run = runNode('bootstrap/token-cli.js', { AUTH: 'redis', REDIS_URL: await uri(), ...env }, args);
@@ -116,4 +116,4 @@ test('`npm run token -- issue ...` prints the token alone on the last line of st
   assert.match(last ?? '', /^[A-Za-z0-9_-]{43}$/);
 });
 
-s.run();
+run();

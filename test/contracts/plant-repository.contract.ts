@@ -1,10 +1,9 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import { INT64_MAX, INT64_MIN } from '../../domain/int64.js';
 import type { Owner, Plant, PlantId } from '../../domain/plant.js';
 import { aPlant, freshOwner, right, shuffled } from '../support/fixtures.js';
-import { setup as setupHook, skippable } from '../support/skip.js';
+import { suiteWith, type Setup } from '../support/suites.js';
 
 export interface RepositoryUnderTest {
   readonly repo: PlantRepository;
@@ -12,7 +11,7 @@ export interface RepositoryUnderTest {
 }
 
 /** How a storage adapter is set up for the suite, or the reason it cannot run on this machine (skipped). */
-export type RepositorySetup = (() => Promise<RepositoryUnderTest>) | { readonly skip: string };
+export type RepositorySetup = Setup<RepositoryUnderTest>;
 
 /** Reads every plant of an owner by following pages, as a client following next links would. */
 export const readAll = async (repo: PlantRepository, owner: Owner, pageSize: number): Promise<Plant[]> => {
@@ -34,24 +33,8 @@ const ids = (plants: readonly Plant[]) => plants.map((p) => p.id);
  * its own, so the suite needs no wiping and runs against a shared server.
  */
 export const plantRepositoryContract = (adapter: string, setup: RepositorySetup): void => {
-  const name = `PlantRepository contract [${adapter}]`;
-  const suiteOf = suite<{ subject?: RepositoryUnderTest }>(name, {});
-  const test = skippable(suiteOf, name, setup);
-  const repo = (ctx: { subject?: RepositoryUnderTest }): PlantRepository => {
-    if (ctx.subject === undefined) throw new Error('no repository: setup failed');
-    return ctx.subject.repo;
-  };
-
-  if (typeof setup === 'function') {
-    suiteOf.before(
-      setupHook(name, async (ctx) => {
-        ctx.subject = await setup();
-      }),
-    );
-    suiteOf.after(async (ctx) => {
-      await ctx.subject?.teardown();
-    });
-  }
+  const { test, subject, run } = suiteWith(`PlantRepository contract [${adapter}]`, setup);
+  const repo = (ctx: Parameters<typeof subject>[0]): PlantRepository => subject(ctx).repo;
 
   test('an inserted plant is read back exactly, with and without a tag', async (ctx) => {
     const owner = freshOwner();
@@ -198,5 +181,5 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
     assert.is(await right(repo(ctx).ping), undefined);
   });
 
-  suiteOf.run();
+  run();
 };

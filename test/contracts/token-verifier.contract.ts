@@ -1,10 +1,9 @@
 import * as O from 'fp-ts/lib/Option.js';
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { TokenVerifier } from '../../application/ports/token-verifier.js';
 import type { Principal } from '../../domain/principal.js';
 import { freshOwner, principal, right } from '../support/fixtures.js';
-import { setup as setupHook, skippable } from '../support/skip.js';
+import { suiteWith, type Setup } from '../support/suites.js';
 
 export interface TokenStoreUnderTest {
   /** A verifier that knows a token for each of these principals, and those tokens, in order. */
@@ -12,29 +11,13 @@ export interface TokenStoreUnderTest {
   readonly teardown: () => Promise<void>;
 }
 
-export type TokenStoreSetup = (() => Promise<TokenStoreUnderTest>) | { readonly skip: string };
+export type TokenStoreSetup = Setup<TokenStoreUnderTest>;
 
 const sameParts = (p: Principal) => ({ subject: p.subject, owner: p.owner, scopes: [...p.scopes].sort() });
 
 /** The token port's contract: every TokenVerifier adapter runs this same suite. */
 export const tokenVerifierContract = (adapter: string, setup: TokenStoreSetup): void => {
-  const name = `TokenVerifier contract [${adapter}]`;
-  const suiteOf = suite<{ subject?: TokenStoreUnderTest }>(name, {});
-  const test = skippable(suiteOf, name, setup);
-  const store = (ctx: { subject?: TokenStoreUnderTest }): TokenStoreUnderTest => {
-    if (ctx.subject === undefined) throw new Error('no token store: setup failed');
-    return ctx.subject;
-  };
-  if (typeof setup === 'function') {
-    suiteOf.before(
-      setupHook(name, async (ctx) => {
-        ctx.subject = await setup();
-      }),
-    );
-    suiteOf.after(async (ctx) => {
-      await ctx.subject?.teardown();
-    });
-  }
+  const { test, subject: store, run } = suiteWith(`TokenVerifier contract [${adapter}]`, setup);
 
   test('each token resolves to its own principal: subject, owner and scopes', async (ctx) => {
     const people = [
@@ -74,5 +57,5 @@ export const tokenVerifierContract = (adapter: string, setup: TokenStoreSetup): 
     assert.is(await right(verifier.ping), undefined);
   });
 
-  suiteOf.run();
+  run();
 };

@@ -1,13 +1,8 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { downTokenStore } from '../support/fakes.js';
-import { startService, type Service } from '../support/http.js';
+import { serviceSuite } from '../support/http.js';
 
-const test = suite<{ svc: Service }>('HTTP authentication and scopes', {} as { svc: Service });
-test.before(async (ctx) => {
-  ctx.svc = await startService();
-});
-test.after(async (ctx) => ctx.svc.close());
+const { test, run } = serviceSuite('HTTP authentication and scopes');
 
 const REALM = 'Bearer realm="plants"';
 const protectedCalls = [
@@ -112,13 +107,9 @@ test('no token ever appears in a log line', async ({ svc }) => {
   assert.not.ok(text.includes('unknown-secret-token'));
 });
 
-test.run();
+run();
 
-const down = suite<{ svc: Service }>('HTTP with the token store down', {} as { svc: Service });
-down.before(async (ctx) => {
-  ctx.svc = await startService({ tokens: downTokenStore });
-});
-down.after(async (ctx) => ctx.svc.close());
+const { test: down, run: runDown } = serviceSuite('HTTP with the token store down', { tokens: downTokenStore });
 
 down('a request with a token is 503 with Retry-After, never 401', async ({ svc }) => {
   for (const [method, path] of protectedCalls) {
@@ -136,4 +127,4 @@ down('a request without a token is still 401: nothing needs the store', async ({
   assert.is((await svc.call('GET', '/plants')).status, 401);
 });
 
-down.run();
+runDown();

@@ -1,10 +1,8 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { downRepository } from '../support/fakes.js';
-import { httpSuite, rawRequest, startService, type Service } from '../support/http.js';
+import { httpSuite, rawRequest, type Service, serviceSuite } from '../support/http.js';
 import { storageBackends } from '../support/storage-backends.js';
 
-type Ctx = { svc: Service };
 let nextId = 1000;
 const post = (svc: Service, body: string, headers: Record<string, string> = {}, who: 'alice' | 'bob' = 'alice') =>
   svc.call('POST', '/plants', { token: svc.token[who], body, headers });
@@ -297,15 +295,11 @@ for (const backend of storageBackends()) {
   run();
 }
 
-const down = suite<Ctx>('HTTP POST /plants with storage down', {} as Ctx);
-down.before(async (ctx) => {
-  ctx.svc = await startService({ plants: downRepository });
-});
-down.after(async (ctx) => ctx.svc.close());
+const { test: down, run: runDown } = serviceSuite('HTTP POST /plants with storage down', { plants: downRepository });
 down('a valid create is 503 with Retry-After', async ({ svc }) => {
   const res = await post(svc, '{"id": 1, "name": "x"}');
   assert.is(res.status, 503);
   assert.is(res.headers.get('retry-after'), '1');
   assert.is(messageOf(res), 'storage is unavailable, retry later');
 });
-down.run();
+runDown();

@@ -1,10 +1,8 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { downRepository } from '../support/fakes.js';
-import { httpSuite, startService, type Service } from '../support/http.js';
+import { httpSuite, type Service, serviceSuite } from '../support/http.js';
 import { storageBackends } from '../support/storage-backends.js';
 
-type Ctx = { svc: Service };
 const create = async (svc: Service, id: string, who: 'alice' | 'bob' = 'alice') =>
   assert.is(
     (await svc.call('POST', '/plants', { token: svc.token[who], body: `{"id": ${id}, "name": "p"}` })).status,
@@ -79,14 +77,10 @@ for (const backend of storageBackends()) {
   run();
 }
 
-const down = suite<Ctx>('HTTP DELETE with storage down', {} as Ctx);
-down.before(async (ctx) => {
-  ctx.svc = await startService({ plants: downRepository });
-});
-down.after(async (ctx) => ctx.svc.close());
+const { test: down, run: runDown } = serviceSuite('HTTP DELETE with storage down', { plants: downRepository });
 down('is 503 with Retry-After', async ({ svc }) => {
   const res = await del(svc, '1');
   assert.is(res.status, 503);
   assert.is(res.headers.get('retry-after'), '1');
 });
-down.run();
+runDown();

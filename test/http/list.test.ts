@@ -1,12 +1,10 @@
-import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeCursor } from '../../adapters/http/cursor.js';
 import type { PlantId } from '../../domain/plant.js';
 import { downRepository } from '../support/fakes.js';
-import { httpSuite, startService, type Service } from '../support/http.js';
+import { httpSuite, type Service, serviceSuite } from '../support/http.js';
 import { storageBackends } from '../support/storage-backends.js';
 
-type Ctx = { svc: Service };
 const create = async (svc: Service, id: bigint | number, name: string, who: 'alice' | 'bob' = 'alice') => {
   const res = await svc.call('POST', '/plants', {
     token: svc.token[who],
@@ -154,14 +152,10 @@ for (const backend of storageBackends()) {
   run();
 }
 
-const down = suite<Ctx>('HTTP GET /plants with storage down', {} as Ctx);
-down.before(async (ctx) => {
-  ctx.svc = await startService({ plants: downRepository });
-});
-down.after(async (ctx) => ctx.svc.close());
+const { test: down, run: runDown } = serviceSuite('HTTP GET /plants with storage down', { plants: downRepository });
 down('is 503 with Retry-After', async ({ svc }) => {
   const res = await svc.call('GET', '/plants', { token: svc.token.alice });
   assert.is(res.status, 503);
   assert.is(res.headers.get('retry-after'), '1');
 });
-down.run();
+runDown();

@@ -3,14 +3,10 @@ import * as assert from 'uvu/assert';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { downRepository, downTokenStore } from '../support/fakes.js';
-import { rawRequest, startService, type Service } from '../support/http.js';
+import { rawRequest, type Service, serviceSuite, startService } from '../support/http.js';
 
 type Ctx = { svc: Service };
-const test = suite<Ctx>('HTTP operational endpoints and common rules', {} as Ctx);
-test.before(async (ctx) => {
-  ctx.svc = await startService();
-});
-test.after(async (ctx) => ctx.svc.close());
+const { test: test, run: run } = serviceSuite('HTTP operational endpoints and common rules');
 
 test('GET /healthz is 200 {"status":"ok"} without a token', async ({ svc }) => {
   const res = await svc.call('GET', '/healthz');
@@ -121,7 +117,7 @@ test('a request line the server cannot route still gets a JSON 404', async ({ sv
   assert.is(JSON.parse(res.body).error, 404);
 });
 
-test.run();
+run();
 
 const faults = suite<Ctx>('HTTP faults', {} as Ctx);
 

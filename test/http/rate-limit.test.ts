@@ -11,7 +11,7 @@ import { redisRateLimiter } from '../../adapters/rate-limit/redis-rate-limiter.j
 import { closeRedis, redisConnection, whenReady } from '../../adapters/redis/connection.js';
 import { startService } from '../support/http.js';
 import { redisBinary, sharedRedis, startRedis } from '../support/servers.js';
-import { setup, skippable } from '../support/skip.js';
+import { suiteWith, type Setup } from '../support/suites.js';
 
 const quiet = pino({ level: 'silent' });
 const WINDOW_MS = 60_000;
@@ -22,7 +22,7 @@ interface LimiterUnderTest {
 }
 
 const redisBin = redisBinary();
-const limiters: Array<{ name: string; setup: (() => Promise<LimiterUnderTest>) | { skip: string } }> = [
+const limiters: Array<{ name: string; setup: Setup<LimiterUnderTest> }> = [
   {
     name: 'memory',
     setup: async () => ({ make: (max) => memoryRateLimiter({ max, windowMs: WINDOW_MS }), teardown: async () => {} }),
@@ -45,22 +45,8 @@ const limiters: Array<{ name: string; setup: (() => Promise<LimiterUnderTest>) |
 ];
 
 for (const limiter of limiters) {
-  const name = `rate limits over HTTP [${limiter.name}]`;
-  const s = suite<{ subject?: LimiterUnderTest }>(name, {});
-  const test = skippable(s, name, limiter.setup);
-  const make = limiter.setup;
-  if (typeof make === 'function') {
-    s.before(
-      setup(name, async (ctx) => {
-        ctx.subject = await make();
-      }),
-    );
-    s.after(async (ctx) => ctx.subject?.teardown());
-  }
-  const limiterOf = (ctx: { subject?: LimiterUnderTest }, max: number) => {
-    if (ctx.subject === undefined) throw new Error('setup failed');
-    return ctx.subject.make(max);
-  };
+  const { test, subject, run } = suiteWith(`rate limits over HTTP [${limiter.name}]`, limiter.setup);
+  const limiterOf = (ctx: Parameters<typeof subject>[0], max: number) => subject(ctx).make(max);
 
   test('the request that crosses the limit is the one that gets 429, with Retry-After and RateLimit fields', async (ctx) => {
     const svc = await startService({ limiter: limiterOf(ctx, 3) });
@@ -111,7 +97,7 @@ for (const limiter of limiters) {
     }
   });
 
-  s.run();
+  run();
 }
 
 const unit = suite('rate limiter windows');
@@ -132,11 +118,13 @@ unit('a new window starts the count again', async () => {
 
 unit.run();
 
-const down = suite('rate limiter with Redis down');
-const downTest = skippable(down, 'rate limiter with Redis down', redisBin);
-downTest('requests go through, no RateLimit fields are claimed, and a warning is logged', async () => {
-  if ('skip' in redisBin) return;
-  const server = await startRedis(redisBin.bin);
+const {
+  test: downTest,
+  subject: downSubject,
+  run: runDown,
+} = suiteWith('rate limiter with Redis down', 'skip' in redisBin ? redisBin : async () => ({ bin: redisBin.bin }));
+downTest('requests go through, no RateLimit fields are claimed, and a warning is logged', async (ctx) => {
+  const server = await startRedis(downSubject(ctx).bin);
   const redis: Redis = redisConnection(server.uri, 500);
   redis.on('error', () => undefined);
   await whenReady(redis, 5000);
@@ -166,4 +154,4 @@ downTest('requests go through, no RateLimit fields are claimed, and a warning is
     await server.dispose();
   }
 });
-down.run();
+runDown();

@@ -2,7 +2,6 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { suite } from 'uvu';
 import type { HttpAppDeps } from '../../adapters/http/app.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { sha256, staticTokenVerifier } from '../../adapters/tokens/static/static-token-verifier.js';
@@ -10,7 +9,7 @@ import { buildApp } from '../../bootstrap/build-app.js';
 import type { Principal, Scope } from '../../domain/principal.js';
 import { freshOwner, principal } from './fixtures.js';
 import { conformance } from './openapi-conformance.js';
-import { setup, skippable } from './skip.js';
+import { suiteWith, type Setup } from './suites.js';
 import type { StorageBackend } from './storage-backends.js';
 
 export interface Response {
@@ -177,29 +176,43 @@ export const rawRequest = (port: number, parts: ReadonlyArray<string | Buffer>, 
     })();
   });
 
-type BackendCtx = { svc: Service; teardown?: () => Promise<void> };
+type ServiceSubject = { readonly svc: Service; readonly teardown: () => Promise<void> };
+
+/** HTTP tests against one running service; each test receives `{ svc }`. */
+const serviceTests = (name: string, setup: Setup<ServiceSubject>) => {
+  const { test, subject, run } = suiteWith(name, setup);
+  const it = (title: string, fn: (ctx: { svc: Service }) => Promise<void>) =>
+    test(title, async (ctx) => fn({ svc: subject(ctx).svc }));
+  return { test: it, run };
+};
+
+/** HTTP tests against the real service over memory storage, with some adapters replaced (`overrides`). */
+export const serviceSuite = (name: string, overrides: Partial<HttpAppDeps> = {}) =>
+  serviceTests(name, async () => {
+    const svc = await startService(overrides);
+    return { svc, teardown: svc.close };
+  });
 
 /**
- * A suite of HTTP tests over one storage backend: the real service on that backend's repository. A backend whose
- * server is missing here registers the tests as skipped, with the reason.
+ * HTTP tests over one storage backend: the real service on that backend's repository. A backend whose server is
+ * missing here registers the tests as skipped, with the reason.
  */
 export const httpSuite = (title: string, backend: StorageBackend) => {
-  const name = `${title} [${backend.name}]`;
-  const s = suite<BackendCtx>(name, {} as BackendCtx);
-  const test = skippable(s, name, backend.setup);
   const make = backend.setup;
-  if (typeof make === 'function') {
-    s.before(
-      setup(name, async (ctx) => {
-        const { repo, teardown } = await make();
-        ctx.teardown = teardown;
-        ctx.svc = await startService({ plants: repo });
-      }),
-    );
-    s.after(async (ctx) => {
-      await ctx.svc?.close();
-      await ctx.teardown?.();
-    });
-  }
-  return { test, run: () => s.run() };
+  return serviceTests(
+    `${title} [${backend.name}]`,
+    typeof make === 'function'
+      ? async () => {
+          const { repo, teardown } = await make();
+          const svc = await startService({ plants: repo });
+          return {
+            svc,
+            teardown: async () => {
+              await svc.close();
+              await teardown();
+            },
+          };
+        }
+      : make,
+  );
 };

@@ -41,7 +41,6 @@ export const PlantId = {
   fromJsonNumber: (field: string, text: string) => idFromReading(field)(int64FromJsonNumber(text)),
   /** From a plain decimal (a path segment): optional `-`, 1 to 19 digits. */
   fromDecimal: (field: string, text: string) => idFromReading(field)(int64FromDecimal(text)),
-  toDecimal: (id: PlantId): string => id.toString(),
 } as const;
 
 // Control characters are C0 (U+0000..U+001F) and DEL (U+007F). C1 controls and format characters are allowed,

@@ -6,8 +6,8 @@ import polka, { type Request } from 'polka';
 import type { Logger } from '../../application/ports/logger.js';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import type { RateDecision, RateLimiter } from '../../application/ports/rate-limiter.js';
-import { admitRequest } from '../../application/use-cases/admit-request.js';
 import type { TokenVerifier } from '../../application/ports/token-verifier.js';
+import { admitRequest } from '../../application/use-cases/admit-request.js';
 import { authenticate } from '../../application/use-cases/authenticate.js';
 import { checkReadiness } from '../../application/use-cases/check-readiness.js';
 import { createPlant, createPlantScope } from '../../application/use-cases/create-plant.js';
@@ -175,10 +175,7 @@ export const createHttpApp = (deps: HttpAppDeps) => {
       named('GET /readyz', async (req, res) => {
         const down = await useCases.checkReadiness();
         if (down.length === 0) ok(req, res, '{"status":"ready"}');
-        else {
-          const message = `not ready: ${down.join(' and ')} ${down.length > 1 ? 'do' : 'does'} not answer`;
-          send(req, res, 503, JSON.stringify({ error: 503, message }), { 'retry-after': '1' });
-        }
+        else fail(req, res, { _tag: 'NotReady', down });
       }),
     )
     .all(READYZ, methodNotAllowed('/readyz', 'GET, HEAD'))

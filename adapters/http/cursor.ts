@@ -1,6 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js';
-import { int64FromDecimal } from '../../domain/int64.js';
-import type { PlantId } from '../../domain/plant.js';
+import { PlantId } from '../../domain/plant.js';
 
 /**
  * The opaque `cursor` of a next link: base64url (no padding) of "1:" and the last id served. Only the canonical
@@ -21,6 +20,5 @@ export const decodeCursor = (cursor: string): E.Either<string, PlantId> => {
   if (!text.startsWith(VERSION)) return E.left(RULE);
   const digits = text.slice(VERSION.length);
   if (!CANONICAL_ID.test(digits)) return E.left(RULE);
-  const reading = int64FromDecimal(digits);
-  return reading._tag === 'Int64' ? E.right(reading.value as PlantId) : E.left(RULE);
+  return E.mapLeft(() => RULE)(PlantId.fromDecimal('cursor', digits));
 };

@@ -12,7 +12,8 @@ export type HttpFailure =
   | { readonly _tag: 'MalformedBody'; readonly reason: string }
   | { readonly _tag: 'RouteNotFound' }
   | { readonly _tag: 'MethodNotAllowed'; readonly allow: string }
-  | { readonly _tag: 'InternalError' };
+  | { readonly _tag: 'InternalError' }
+  | { readonly _tag: 'NotReady'; readonly down: readonly string[] };
 
 /** Everything a request can fail with, from any layer. */
 export type Failure =
@@ -98,6 +99,12 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return { status: 415, message: 'content-type: must be application/json' };
     case 'InternalError':
       return { status: 500, message: 'internal error' };
+    case 'NotReady':
+      return {
+        status: 503,
+        message: `not ready: ${failure.down.join(' and ')} ${failure.down.length > 1 ? 'do' : 'does'} not answer`,
+        headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+      };
     case 'StorageUnavailable':
       return unavailable('storage');
     case 'TokenStoreUnavailable':

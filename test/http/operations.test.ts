@@ -76,10 +76,8 @@ test('the caller’s valid X-Request-Id is echoed and logged; an invalid one is 
   assert.ok(line, 'the log line carries the id');
   assert.is(line?.['status'], 200);
   assert.is(line?.['route'], 'GET /healthz');
-  for (const bad of ['has space', 'x'.repeat(129), 'semi;colon', 'ünï']) {
-    const res = await svc.call('GET', '/healthz', {
-      headers: { 'x-request-id': encodeURI(bad) === bad ? bad : 'semi;colon' },
-    });
+  for (const bad of ['has space', 'x'.repeat(129), 'semi;colon', 'slash/id']) {
+    const res = await svc.call('GET', '/healthz', { headers: { 'x-request-id': bad } });
     const given = res.headers.get('x-request-id');
     assert.ok(given !== null && given !== bad && /^[A-Za-z0-9._:-]{1,128}$/.test(given), bad);
   }

@@ -1,4 +1,4 @@
-import { createHash, hash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
@@ -11,7 +11,7 @@ export interface StaticToken {
   readonly principal: Principal;
 }
 
-export const sha256 = (secret: string): Buffer => createHash('sha256').update(secret, 'utf8').digest();
+export const sha256 = (secret: string): Buffer => hash('sha256', secret, 'buffer');
 
 /**
  * A fixed token set (AUTH=static), held only as SHA-256 hashes. A presented token is hashed and looked up by its

@@ -1,8 +1,8 @@
 import { MongoClient } from 'mongodb';
 import * as assert from 'uvu/assert';
-import { INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { COLLECTION, INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { runNode } from '../support/process.js';
-import { ferretDbBinary, sharedFerretDb } from '../support/servers.js';
+import { ferretDbBinary, sharedFerretDb, startFerretDb } from '../support/servers.js';
 import { suiteWith } from '../support/suites.js';
 
 const binary = ferretDbBinary();
@@ -37,11 +37,11 @@ test('serves plants from MongoDB, with the unique (owner, id) index created at s
     assert.is(created.status, 200);
     assert.is(await (await fetch(`${base}/plants`, { headers })).text(), '[{"name":"Fern"}]');
     assert.is((await fetch(`${base}/readyz`)).status, 200);
-    const indexes = await admin.db(db).collection('plants').listIndexes().toArray();
+    const indexes = await admin.db(db).collection(COLLECTION).listIndexes().toArray();
     const unique = indexes.find((i) => i['name'] === INDEX_NAME);
     assert.equal(unique?.['key'], { owner: 1, id: 1 });
     assert.is(unique?.['unique'], true);
-    const doc = await admin.db(db).collection('plants').findOne({ owner: 'acme' }, { promoteLongs: false });
+    const doc = await admin.db(db).collection(COLLECTION).findOne({ owner: 'acme' }, { promoteLongs: false });
     assert.is(doc?.['id']?._bsontype, 'Long', 'the id is stored as a BSON int64');
     assert.is(String(doc?.['id']), '9007199254740993');
   } finally {
@@ -49,6 +49,51 @@ test('serves plants from MongoDB, with the unique (owner, id) index created at s
     assert.is(await svc.exited, 0);
     await admin.db(db).dropDatabase();
     await admin.close();
+  }
+});
+
+test('started while MongoDB is down: it listens, answers 503 and /readyz 503, then creates the index and serves once the server answers', async () => {
+  if ('skip' in binary) throw new Error(binary.skip);
+  const server = await startFerretDb(binary.bin);
+  await server.stop();
+  const token = 'mongo-late-token';
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    STORAGE: 'mongodb',
+    MONGODB_URI: server.uri,
+    MONGODB_DB: 'plantstore_late',
+    AUTH_TOKENS: JSON.stringify([{ token, owner: 'acme', subject: 'ci', scopes: ['plants:read', 'plants:write'] }]),
+  });
+  const admin = new MongoClient(server.uri, { serverSelectionTimeoutMS: 2000 });
+  try {
+    await svc.waitFor(/"msg":"listening"/);
+    const base = `http://127.0.0.1:${/"port":(\d+)/.exec(svc.stdout())?.[1]}`;
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    assert.is((await fetch(`${base}/readyz`)).status, 503);
+    const refused = await fetch(`${base}/plants`, { method: 'POST', headers, body: '{"id": 1, "name": "Fern"}' });
+    assert.is(refused.status, 503, 'no write before the unique index exists');
+
+    await server.start();
+    const until = Date.now() + 20_000;
+    while ((await fetch(`${base}/readyz`)).status !== 200) {
+      assert.ok(Date.now() < until, 'ready within 20 s of the server answering');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const indexes = await admin.db('plantstore_late').collection(COLLECTION).listIndexes().toArray();
+    assert.ok(
+      indexes.some((i) => i['name'] === INDEX_NAME && i['unique'] === true),
+      'the unique index was created',
+    );
+    assert.is(
+      (await fetch(`${base}/plants`, { method: 'POST', headers, body: '{"id": 1, "name": "Fern"}' })).status,
+      200,
+    );
+  } finally {
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+    await admin.close();
+    await server.dispose();
   }
 });
 

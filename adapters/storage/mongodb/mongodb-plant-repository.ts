@@ -47,6 +47,9 @@ const decodeStored = (doc: unknown): Plant => {
   return plant(plantId.right, plantName.right, plantTag.right);
 };
 
+/** The adapter's own bound on a call, for a driver that does not give up in time. */
+class DeadlineExceeded extends Error {}
+
 /**
  * Errors that mean "the store did not answer in time or at all": the network, server selection, timeouts, pool
  * clearing, an unsatisfied write concern, a shutting-down server. Anything else is a bug and is thrown.
@@ -58,7 +61,8 @@ const isUnavailable = (e: unknown): boolean => {
     return true;
   if (e.hasErrorLabel('RetryableWriteError') || e.hasErrorLabel('ResetPool')) return true;
   if (e instanceof MongoServerError) {
-    // 50 MaxTimeMSExpired, 64 WriteConcernFailed, 91 ShutdownInProgress, 189 PrimarySteppedDown, 10107/13435 not primary, 11600/11602 interrupted
+    // 50 MaxTimeMSExpired, 64 WriteConcernFailed, 91 ShutdownInProgress, 189 PrimarySteppedDown,
+    // 262 ExceededTimeLimit, 10107/13435 not primary, 11600/11602 interrupted
     return (
       [50, 64, 91, 189, 10107, 13435, 11600, 11602, 262].includes(Number(e.code)) ||
       e.errInfo?.['writeConcern'] !== undefined
@@ -66,8 +70,6 @@ const isUnavailable = (e: unknown): boolean => {
   }
   return false;
 };
-
-class DeadlineExceeded extends Error {}
 
 /** Runs a driver call under a hard deadline and turns unavailability into StorageUnavailable. */
 const guarded =
@@ -119,17 +121,23 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
   };
   const maxTimeMS = timeoutMs;
 
-  let indexed: Promise<void> | undefined;
-  /** Creates the unique index once; a failed attempt is forgotten so the next call tries again. */
-  const ensureIndex = (): Promise<void> => {
-    indexed ??= collection
-      .createIndex({ owner: 1, id: 1 }, { unique: true, name: INDEX_NAME })
+  let ready: Promise<void> | undefined;
+  /**
+   * Connects and creates the unique index, once; a failed attempt is forgotten so the next call tries again. The
+   * explicit connect matters: when the driver's implicit first connect fails, its topology stays closed and every
+   * later call fails with MongoTopologyClosedError even after the server is back. Once connected, the driver
+   * reconnects by itself.
+   */
+  const ensureReady = (): Promise<void> => {
+    ready ??= client
+      .connect()
+      .then(() => collection.createIndex({ owner: 1, id: 1 }, { unique: true, name: INDEX_NAME }))
       .then(() => undefined)
       .catch((e: unknown) => {
-        indexed = undefined;
+        ready = undefined;
         throw e;
       });
-    return indexed;
+    return ready;
   };
 
   const findStored = async (owner: Owner, id: PlantId): Promise<Plant | undefined> => {
@@ -140,7 +148,7 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
   const repository: PlantRepository = {
     insert: (owner, p) =>
       guarded(timeoutMs, async (): Promise<InsertOutcome> => {
-        await ensureIndex();
+        await ensureReady();
         const doc: PlantDocument =
           p.tag === undefined ? { owner, id: p.id, name: p.name } : { owner, id: p.id, name: p.name, tag: p.tag };
         // A plant deleted between our failed insert and the read is gone: try the insert again (bounded).
@@ -159,6 +167,7 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
 
     page: (owner, after, limit) =>
       guarded(timeoutMs, async (): Promise<PlantPage> => {
+        await ensureReady();
         const filter = after === undefined ? { owner } : { owner, id: { $gt: after } };
         const docs = await collection
           .find(filter, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS })
@@ -171,18 +180,19 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
 
     remove: (owner, id) =>
       guarded(timeoutMs, async () => {
+        await ensureReady();
         const result = await collection.deleteOne({ owner, id }, { writeConcern, maxTimeMS });
         return result.deletedCount === 1;
       }),
 
     ping: guarded(timeoutMs, async () => {
+      await ensureReady();
       await client.db(options.db).command({ ping: 1 });
-      await ensureIndex();
     }),
   };
 
   // Start connecting now, without making start-up wait on it; failures show in /readyz and as 503s.
-  void ensureIndex().catch((e: unknown) => {
+  void ensureReady().catch((e: unknown) => {
     options.logger.warn(
       { err: e instanceof Error ? e.message : String(e) },
       'storage not reachable yet; will retry on demand',

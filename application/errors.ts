@@ -10,6 +10,11 @@ export interface TokenStoreUnavailable {
   readonly _tag: 'TokenStoreUnavailable';
 }
 
+/** The rate limiter's store did not answer in time, or at all. */
+export interface RateLimiterUnavailable {
+  readonly _tag: 'RateLimiterUnavailable';
+}
+
 /** The bearer token is unknown, expired or revoked. */
 export interface InvalidToken {
   readonly _tag: 'InvalidToken';
@@ -17,4 +22,5 @@ export interface InvalidToken {
 
 export const storageUnavailable: StorageUnavailable = { _tag: 'StorageUnavailable' };
 export const tokenStoreUnavailable: TokenStoreUnavailable = { _tag: 'TokenStoreUnavailable' };
+export const rateLimiterUnavailable: RateLimiterUnavailable = { _tag: 'RateLimiterUnavailable' };
 export const invalidToken: InvalidToken = { _tag: 'InvalidToken' };

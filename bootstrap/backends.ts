@@ -7,8 +7,8 @@ import type { RateLimiter } from '../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../application/ports/token-verifier.js';
 import { Owner } from '../domain/plant.js';
 import { SCOPES } from '../domain/principal.js';
-import { memoryRateLimiter } from '../adapters/rate-limit/memory-rate-limiter.js';
-import { redisRateLimiter } from '../adapters/rate-limit/redis-rate-limiter.js';
+import { memoryRateLimiter } from '../adapters/rate-limit/memory/memory-rate-limiter.js';
+import { redisRateLimiter } from '../adapters/rate-limit/redis/redis-rate-limiter.js';
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
 import { mongoPlantStore } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
@@ -111,7 +111,7 @@ export const connectBackends = async (config: Config, logger: Logger): Promise<B
       ? undefined
       : rateLimit.store === 'memory'
         ? memoryRateLimiter(rateLimit)
-        : redisRateLimiter(redisAt(rateLimit.redisUrl, rateLimit.timeoutMs), rateLimit, logger);
+        : redisRateLimiter(redisAt(rateLimit.redisUrl, rateLimit.timeoutMs), rateLimit);
 
   // Give Redis connections their first chance before serving; a Redis still down is reported by /readyz and 503s.
   await Promise.all([...redisByUrl.values()].map((redis) => whenReady(redis, config.rateLimit.timeoutMs)));

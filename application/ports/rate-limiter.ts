@@ -1,5 +1,5 @@
-import type { Option } from 'fp-ts/lib/Option.js';
-import type { Task } from 'fp-ts/lib/Task.js';
+import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
+import type { RateLimiterUnavailable } from '../errors.js';
 
 /** What one request used of its principal's allowance in the current window. */
 export interface RateDecision {
@@ -12,10 +12,25 @@ export interface RateDecision {
   readonly resetSeconds: number;
 }
 
+/** The allowance every principal gets: `max` requests per fixed window of `windowMs`, aligned to the clock. */
+export interface RateLimitOptions {
+  readonly max: number;
+  readonly windowMs: number;
+}
+
+/** The allowance left after the `count`-th request of a window that ends in `msLeft` ms. */
+export const rateDecision = (max: number, count: number, msLeft: number): RateDecision => ({
+  allowed: count <= max,
+  limit: max,
+  remaining: Math.max(0, max - count),
+  resetSeconds: Math.max(1, Math.ceil(msLeft / 1000)),
+});
+
 /**
- * Counts requests per key in fixed windows. `none` means the limiter could not decide (its store is down): the
- * request goes through, because the limiter protects capacity and authentication is what fails closed.
+ * Counts requests per key in fixed windows. A store that cannot answer is `RateLimiterUnavailable`; what to do then
+ * is the application's policy (admit-request), not the adapter's. Every adapter passes
+ * test/contracts/rate-limiter.contract.ts.
  */
 export interface RateLimiter {
-  readonly consume: (key: string) => Task<Option<RateDecision>>;
+  readonly consume: (key: string) => TaskEither<RateLimiterUnavailable, RateDecision>;
 }

@@ -1,16 +1,51 @@
 import { createServer, type Server } from 'node:http';
-import { createHttpApp, type HttpAppDeps } from '../adapters/http/app.js';
+import * as O from 'fp-ts/lib/Option.js';
+import * as TE from 'fp-ts/lib/TaskEither.js';
+import { createHttpApp, type HttpSettings } from '../adapters/http/app.js';
+import type { Application } from '../application/application.js';
+import type { Logger } from '../application/ports/logger.js';
+import type { PlantRepository } from '../application/ports/plant-repository.js';
+import type { RateLimiter } from '../application/ports/rate-limiter.js';
+import type { TokenVerifier } from '../application/ports/token-verifier.js';
+import { admitRequest } from '../application/use-cases/admit-request.js';
+import { authenticate } from '../application/use-cases/authenticate.js';
+import { checkReadiness } from '../application/use-cases/check-readiness.js';
+import { createPlant } from '../application/use-cases/create-plant.js';
+import { deletePlant } from '../application/use-cases/delete-plant.js';
+import { listPlants } from '../application/use-cases/list-plants.js';
 
-/**
- * The composition root of the HTTP service: already-built adapters in, an HTTP server out (not yet listening).
- * No I/O happens here, so tests build the real app over in-memory adapters in one line.
- */
-export const buildApp = (deps: HttpAppDeps): Server => {
-  const app = createHttpApp(deps);
+/** The driven ports the application runs on: already-built adapters. */
+export interface Ports {
+  readonly plants: PlantRepository;
+  readonly tokens: TokenVerifier;
+  readonly logger: Logger;
+  /** Per-principal request limits; none when rate limiting is off. */
+  readonly limiter?: RateLimiter;
+}
+
+/** The composition root of the application: every use case bound to its ports. */
+export const buildApplication = (ports: Ports): Application => ({
+  authenticate: authenticate(ports),
+  admit:
+    ports.limiter === undefined
+      ? () => TE.right(O.none)
+      : admitRequest({ limiter: ports.limiter, logger: ports.logger }),
+  createPlant: createPlant(ports),
+  listPlants: listPlants(ports),
+  deletePlant: deletePlant(ports),
+  checkReadiness: checkReadiness(ports),
+});
+
+/** The HTTP server over an application (not yet listening). No I/O happens here. */
+export const buildServer = (app: Application, settings: HttpSettings): Server => {
+  const http = createHttpApp(app, settings);
   const server = createServer(
-    (req, res) => void app.handler(req as Parameters<typeof app.handler>[0], res, undefined as never),
+    (req, res) => void http.handler(req as Parameters<typeof http.handler>[0], res, undefined as never),
   );
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   return server;
 };
+
+/** Already-built adapters in, an HTTP server out: what main, the tests and the bench start. */
+export const buildApp = (deps: Ports & HttpSettings): Server => buildServer(buildApplication(deps), deps);

@@ -1,48 +1,22 @@
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import * as E from 'fp-ts/lib/Either.js';
 import { stringify } from 'lossless-json';
 import polka, { type Request } from 'polka';
+import type { Application } from '../../application/application.js';
 import type { Logger } from '../../application/ports/logger.js';
-import type { PlantRepository } from '../../application/ports/plant-repository.js';
-import type { RateDecision, RateLimiter } from '../../application/ports/rate-limiter.js';
-import type { TokenVerifier } from '../../application/ports/token-verifier.js';
-import { admitRequest } from '../../application/use-cases/admit-request.js';
-import { authenticate } from '../../application/use-cases/authenticate.js';
-import { checkReadiness } from '../../application/use-cases/check-readiness.js';
-import { createPlant, createPlantScope } from '../../application/use-cases/create-plant.js';
-import { deletePlant } from '../../application/use-cases/delete-plant.js';
-import { listPlants } from '../../application/use-cases/list-plants.js';
-import { requireScope, type Principal } from '../../domain/principal.js';
-import { bearerToken } from './auth.js';
-import { isJsonContentType, parseJson, readBody } from './body.js';
-import { decodeListQuery, decodeNewPlant, decodePathId } from './codecs.js';
-import { encodeCursor } from './cursor.js';
-import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
+import { createPlantHandler } from './handlers/create-plant.js';
+import { deletePlantHandler } from './handlers/delete-plant.js';
+import { listPlantsHandler } from './handlers/list-plants.js';
+import { healthHandler, openApiHandler, readinessHandler } from './handlers/operational.js';
 import { openApiDocument } from './openapi.js';
-import { plantJson, plantsJson } from './plant-json.js';
+import { authorizer } from './pipeline.js';
+import { exchangeOf, responder, type Exchange, type Handler } from './respond.js';
 
-export interface HttpAppDeps {
-  readonly plants: PlantRepository;
-  readonly tokens: TokenVerifier;
+/** What the HTTP edge needs besides the application. */
+export interface HttpSettings {
   readonly logger: Logger;
   /** Largest accepted request body, in bytes. */
   readonly bodyLimit: number;
-  /** Per-principal request limits; none when rate limiting is off. */
-  readonly limiter?: RateLimiter;
 }
-
-/** What the app keeps about one exchange, for its headers and its log line. */
-interface Exchange extends Request {
-  id: string;
-  startedAt: number;
-  route: string;
-  owner?: string;
-  rate?: RateDecision;
-}
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 // Exact, case-sensitive paths (polka's string patterns ignore case and a trailing slash).
 const HEALTHZ = /^\/healthz$/;
@@ -52,189 +26,40 @@ const PLANTS = /^\/plants$/;
 const PLANT = /^\/plants\/(?<id>[^/]*)$/;
 
 /**
- * The HTTP edge of the service: decodes every input, calls a use case, and turns its result into the contract's
- * response. It holds no business rule; those are in application/ and domain/.
+ * The HTTP edge: the routes of the service over the application. Each route names its template, runs its one
+ * handler, and answers through the one responder; no business rule lives here (those are in application/ and
+ * domain/), and no port is in reach (bootstrap/ binds them).
  */
-export const createHttpApp = (deps: HttpAppDeps) => {
-  const { logger } = deps;
-  const useCases = {
-    authenticate: authenticate(deps),
-    createPlant: createPlant(deps),
-    listPlants: listPlants(deps),
-    deletePlant: deletePlant(deps),
-    checkReadiness: checkReadiness(deps),
-    admit: deps.limiter === undefined ? undefined : admitRequest({ limiter: deps.limiter }),
-  };
-  const openApiJson = stringify(openApiDocument({ bodyLimit: deps.bodyLimit })) as string;
-
-  /** Every response leaves through here: common headers, then one log line. */
-  const send = (
-    req: Exchange,
-    res: ServerResponse,
-    status: number,
-    body: string | undefined,
-    headers?: Readonly<Record<string, string>>,
-  ) => {
-    if (res.headersSent || res.destroyed) return;
-    // One flat header list and one writeHead: cheaper than a setHeader per field.
-    const fields: string[] = ['x-request-id', req.id, 'cache-control', 'no-store', 'x-content-type-options', 'nosniff'];
-    if (req.rate !== undefined) {
-      const rate = rateLimitHeaders(req.rate);
-      for (const name in rate) fields.push(name, rate[name] as string);
-    }
-    if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
-    if (body === undefined) res.writeHead(status, fields).end();
-    else {
-      fields.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
-      res.writeHead(status, fields).end(body);
-    }
-    logger.info(
-      {
-        reqId: req.id,
-        method: req.method,
-        route: req.route,
-        status,
-        ms: Math.round((performance.now() - req.startedAt) * 100) / 100,
-        owner: req.owner,
-      },
-      'request',
-    );
-  };
-
-  const fail = (req: Exchange, res: ServerResponse, failure: Failure): void => {
-    const { status, message, headers } = toResponse(failure);
-    send(req, res, status, JSON.stringify({ error: status, message }), headers);
-  };
-
-  const ok = (req: Exchange, res: ServerResponse, body: string, headers?: Record<string, string>) =>
-    send(req, res, 200, body, headers);
-
-  /** Authentication comes first, before anything of the request is read; then the principal's rate limit. */
-  const principalOf = async (req: Exchange, res: ServerResponse): Promise<Principal | undefined> => {
-    const token = bearerToken(req.headers.authorization);
-    if (token === undefined) {
-      fail(req, res, { _tag: 'MissingCredentials' });
-      return undefined;
-    }
-    const result = await useCases.authenticate(token)();
-    if (E.isLeft(result)) {
-      fail(req, res, result.left);
-      return undefined;
-    }
-    req.owner = result.right.owner;
-    if (useCases.admit !== undefined) {
-      const admitted = await useCases.admit(result.right)();
-      if (E.isLeft(admitted)) {
-        fail(req, res, admitted.left);
-        return undefined;
-      }
-      if (admitted.right._tag === 'Some') req.rate = admitted.right.value;
-    }
-    return result.right;
-  };
-
-  /** Stamps the exchange once: start time and request id (the caller's when valid, else a new one). */
-  const begin = (req: Request, route: string): Exchange => {
-    const exchange = req as Exchange;
-    if ((exchange as Partial<Exchange>).id === undefined) {
-      exchange.startedAt = performance.now();
-      const given = req.headers['x-request-id'];
-      exchange.id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    }
-    exchange.route = route;
-    return exchange;
-  };
+export const createHttpApp = (app: Application, { logger, bodyLimit }: HttpSettings) => {
+  const respond = responder(logger);
+  const authorize = authorizer(app, respond);
 
   const named =
-    (route: string, handler: (req: Exchange, res: ServerResponse) => Promise<void> | void) =>
-    (req: Request, res: ServerResponse) =>
-      handler(begin(req, route), res);
-
+    (route: string, handler: Handler) =>
+    (req: Request, res: ServerResponse): Promise<void> | void =>
+      handler(exchangeOf(req, route), res);
   const methodNotAllowed = (path: string, allow: string) =>
-    named(`* ${path}`, (req, res) => fail(req, res, { _tag: 'MethodNotAllowed', allow }));
+    named(`* ${path}`, (req, res) => respond.fail(req, res, { _tag: 'MethodNotAllowed', allow }));
 
-  const app = polka({
-    onNoMatch: (req, res) => {
-      fail(begin(req, 'unknown'), res, { _tag: 'RouteNotFound' });
-    },
+  const openApiJson = stringify(openApiDocument({ bodyLimit })) as string;
+
+  return polka({
+    onNoMatch: (req, res) => respond.fail(exchangeOf(req, 'unknown'), res, { _tag: 'RouteNotFound' }),
     onError: (err, req, res) => {
-      const exchange = begin(req, (req as Partial<Exchange>).route ?? 'unknown');
+      const exchange = exchangeOf(req, (req as Partial<Exchange>).route ?? 'unknown');
       logger.error({ reqId: exchange.id, err }, 'unexpected fault');
-      fail(exchange, res, { _tag: 'InternalError' });
+      respond.fail(exchange, res, { _tag: 'InternalError' });
     },
-  });
-
-  app
-    .get(
-      HEALTHZ,
-      named('GET /healthz', (req, res) => ok(req, res, '{"status":"ok"}')),
-    )
+  })
+    .get(HEALTHZ, named('GET /healthz', healthHandler(respond)))
     .all(HEALTHZ, methodNotAllowed('/healthz', 'GET, HEAD'))
-    .get(
-      READYZ,
-      named('GET /readyz', async (req, res) => {
-        const down = await useCases.checkReadiness();
-        if (down.length === 0) ok(req, res, '{"status":"ready"}');
-        else fail(req, res, { _tag: 'NotReady', down });
-      }),
-    )
+    .get(READYZ, named('GET /readyz', readinessHandler(app, respond)))
     .all(READYZ, methodNotAllowed('/readyz', 'GET, HEAD'))
-    .get(
-      OPENAPI,
-      named('GET /openapi.json', (req, res) => ok(req, res, openApiJson)),
-    )
+    .get(OPENAPI, named('GET /openapi.json', openApiHandler(openApiJson, respond)))
     .all(OPENAPI, methodNotAllowed('/openapi.json', 'GET, HEAD'))
-    .get(
-      PLANTS,
-      named('GET /plants', async (req, res) => {
-        const principal = await principalOf(req, res);
-        if (principal === undefined) return;
-        const query = decodeListQuery(req.query);
-        if (E.isLeft(query)) return fail(req, res, query.left);
-        const page = await useCases.listPlants(principal, query.right)();
-        if (E.isLeft(page)) return fail(req, res, page.left);
-        const { plants, next } = page.right;
-        ok(
-          req,
-          res,
-          plantsJson(plants),
-          next === undefined
-            ? undefined
-            : { link: `</plants?limit=${next.limit}&cursor=${encodeCursor(next.after)}>; rel="next"` },
-        );
-      }),
-    )
-    .post(
-      PLANTS,
-      named('POST /plants', async (req, res) => {
-        const principal = await principalOf(req, res);
-        if (principal === undefined) return;
-        const allowed = requireScope(principal, createPlantScope);
-        if (E.isLeft(allowed)) return fail(req, res, allowed.left);
-        if (!isJsonContentType(req.headers['content-type'])) return fail(req, res, { _tag: 'UnsupportedMediaType' });
-        const bytes = await readBody(req, deps.bodyLimit);
-        if (bytes === undefined) return; // the client went away
-        const candidate = E.flatMap(E.flatMap(bytes, parseJson), decodeNewPlant);
-        if (E.isLeft(candidate)) return fail(req, res, candidate.left);
-        const created = await useCases.createPlant(principal, candidate.right)();
-        if (E.isLeft(created)) return fail(req, res, created.left);
-        ok(req, res, plantJson(created.right));
-      }),
-    )
+    .get(PLANTS, named('GET /plants', listPlantsHandler(app, respond, authorize)))
+    .post(PLANTS, named('POST /plants', createPlantHandler(app, respond, authorize, bodyLimit)))
     .all(PLANTS, methodNotAllowed('/plants', 'GET, HEAD, POST'))
-    .delete(
-      PLANT,
-      named('DELETE /plants/{id}', async (req, res) => {
-        const principal = await principalOf(req, res);
-        if (principal === undefined) return;
-        const id = decodePathId(req.params['id']);
-        if (E.isLeft(id)) return fail(req, res, id.left);
-        const deleted = await useCases.deletePlant(principal, id.right)();
-        if (E.isLeft(deleted)) return fail(req, res, deleted.left);
-        send(req, res, 204, undefined);
-      }),
-    )
+    .delete(PLANT, named('DELETE /plants/{id}', deletePlantHandler(app, respond, authorize)))
     .all(PLANT, methodNotAllowed('/plants/{id}', 'DELETE'));
-
-  return app;
 };

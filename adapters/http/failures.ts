@@ -1,5 +1,5 @@
 import type { InvalidToken, StorageUnavailable, TokenStoreUnavailable } from '../../application/errors.js';
-import type { RateDecision } from '../../application/ports/rate-limiter.js';
+import type { RateDecision } from '../../application/application.js';
 import type { RateLimited } from '../../application/use-cases/admit-request.js';
 import type { FieldRuleBroken, PlantConflict, PlantNotFound } from '../../domain/errors.js';
 import type { MissingScope } from '../../domain/principal.js';

@@ -2,10 +2,10 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import type { HttpAppDeps } from '../../adapters/http/app.js';
+import type { HttpSettings } from '../../adapters/http/app.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { sha256, staticTokenVerifier } from '../../adapters/tokens/static/static-token-verifier.js';
-import { buildApp } from '../../bootstrap/build-app.js';
+import { buildApp, type Ports } from '../../bootstrap/build-app.js';
 import type { Principal, Scope } from '../../domain/principal.js';
 import { freshOwner, principal } from './fixtures.js';
 import { conformance } from './openapi-conformance.js';
@@ -53,7 +53,7 @@ const scopesOf: Record<Who, Scope[]> = {
  * Starts the real HTTP service (bootstrap's buildApp, real polka, real pino) on a free loopback port, over memory
  * storage unless another repository is given. Every response of `call` is checked against /openapi.json.
  */
-export const startService = async (overrides: Partial<HttpAppDeps> = {}): Promise<Service> => {
+export const startService = async (overrides: Partial<Ports & HttpSettings> = {}): Promise<Service> => {
   const aliceOwner = freshOwner('alice');
   const who = Object.keys(scopesOf) as Who[];
   const principals = Object.fromEntries(
@@ -71,7 +71,7 @@ export const startService = async (overrides: Partial<HttpAppDeps> = {}): Promis
       done();
     },
   });
-  const deps: HttpAppDeps = {
+  const deps: Ports & HttpSettings = {
     plants: memoryPlantRepository(),
     tokens: staticTokenVerifier(who.map((w) => ({ sha256: sha256(tokens[w]), principal: principals[w] }))),
     logger: pino({ level: 'info', base: null }, sink),
@@ -187,7 +187,7 @@ const serviceTests = (name: string, setup: Setup<ServiceSubject>) => {
 };
 
 /** HTTP tests against the real service over memory storage, with some adapters replaced (`overrides`). */
-export const serviceSuite = (name: string, overrides: Partial<HttpAppDeps> = {}) =>
+export const serviceSuite = (name: string, overrides: Partial<Ports & HttpSettings> = {}) =>
   serviceTests(name, async () => {
     const svc = await startService(overrides);
     return { svc, teardown: svc.close };

@@ -1,0 +1,24 @@
+import * as E from 'fp-ts/lib/Either.js';
+import type { Application } from '../../../application/application.js';
+import { createPlantScope } from '../../../application/use-cases/create-plant.js';
+import { isJsonContentType, parseJson, readBody } from '../body.js';
+import { decodeNewPlant } from '../codecs.js';
+import type { Authorize } from '../pipeline.js';
+import { plantJson } from '../plant-json.js';
+import type { Handler, Responder } from '../respond.js';
+
+/** POST /plants: 401, 403, then media type (415), size (413), JSON (400), fields (400), then the use case. */
+export const createPlantHandler =
+  (app: Application, { ok, fail }: Responder, authorize: Authorize, bodyLimit: number): Handler =>
+  async (req, res) => {
+    const principal = await authorize(req, res, createPlantScope);
+    if (principal === undefined) return;
+    if (!isJsonContentType(req.headers['content-type'])) return fail(req, res, { _tag: 'UnsupportedMediaType' });
+    const bytes = await readBody(req, bodyLimit);
+    if (bytes === undefined) return; // the client went away
+    const candidate = E.flatMap(E.flatMap(bytes, parseJson), decodeNewPlant);
+    if (E.isLeft(candidate)) return fail(req, res, candidate.left);
+    const created = await app.createPlant(principal, candidate.right)();
+    if (E.isLeft(created)) return fail(req, res, created.left);
+    ok(req, res, plantJson(created.right));
+  };

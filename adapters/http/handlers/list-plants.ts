@@ -1,0 +1,29 @@
+import * as E from 'fp-ts/lib/Either.js';
+import type { Application } from '../../../application/application.js';
+import { listPlantsScope } from '../../../application/use-cases/list-plants.js';
+import { decodeListQuery } from '../codecs.js';
+import { encodeCursor } from '../cursor.js';
+import type { Authorize } from '../pipeline.js';
+import { plantsJson } from '../plant-json.js';
+import type { Handler, Responder } from '../respond.js';
+
+/** GET /plants: 401, 403, then the query (400), then one page with a `next` link when more follow. */
+export const listPlantsHandler =
+  (app: Application, { ok, fail }: Responder, authorize: Authorize): Handler =>
+  async (req, res) => {
+    const principal = await authorize(req, res, listPlantsScope);
+    if (principal === undefined) return;
+    const query = decodeListQuery(req.query);
+    if (E.isLeft(query)) return fail(req, res, query.left);
+    const page = await app.listPlants(principal, query.right)();
+    if (E.isLeft(page)) return fail(req, res, page.left);
+    const { plants, next } = page.right;
+    ok(
+      req,
+      res,
+      plantsJson(plants),
+      next === undefined
+        ? undefined
+        : { link: `</plants?limit=${next.limit}&cursor=${encodeCursor(next.after)}>; rel="next"` },
+    );
+  };

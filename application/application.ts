@@ -1,0 +1,29 @@
+import type * as O from 'fp-ts/lib/Option.js';
+import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
+import type { Plant, PlantId } from '../domain/plant.js';
+import type { Principal } from '../domain/principal.js';
+import type { InvalidToken, TokenStoreUnavailable } from './errors.js';
+import type { RateDecision } from './ports/rate-limiter.js';
+import type { RateLimited } from './use-cases/admit-request.js';
+import type { Backend } from './use-cases/check-readiness.js';
+import type { CreatePlantError } from './use-cases/create-plant.js';
+import type { DeletePlantError } from './use-cases/delete-plant.js';
+import type { ListPlantsError, ListPlantsQuery, PlantListPage } from './use-cases/list-plants.js';
+
+export type { RateDecision };
+
+/**
+ * The application as its driving adapters see it: every use case, already bound to its ports (bootstrap/ does the
+ * binding). An inbound adapter holds this and nothing else, so it cannot reach a repository or a token store even by
+ * mistake.
+ */
+export interface Application {
+  readonly authenticate: (token: string) => TaskEither<InvalidToken | TokenStoreUnavailable, Principal>;
+  /** Charges a request to the principal's rate allowance; `none` when no limit applies or none could be decided. */
+  readonly admit: (principal: Principal) => TaskEither<RateLimited, O.Option<RateDecision>>;
+  readonly createPlant: (principal: Principal, candidate: Plant) => TaskEither<CreatePlantError, Plant>;
+  readonly listPlants: (principal: Principal, query: ListPlantsQuery) => TaskEither<ListPlantsError, PlantListPage>;
+  readonly deletePlant: (principal: Principal, id: PlantId) => TaskEither<DeletePlantError, void>;
+  /** The backends that do not answer now, by name; empty when ready. */
+  readonly checkReadiness: () => Promise<readonly Backend[]>;
+}

@@ -10,7 +10,7 @@ import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connec
 import { encodeCursor } from '../adapters/http/cursor.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import type { PlantId } from '../domain/plant.js';
-import { freePort, redisBinary, startRedis } from '../test/support/servers.js';
+import { freePort, redisBinary, startRedis } from '../harness/servers.js';
 
 const smoke = process.argv.includes('--smoke');
 const plan = smoke

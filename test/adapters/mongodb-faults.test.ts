@@ -1,6 +1,6 @@
 import * as assert from 'uvu/assert';
 import { startService, type Service } from '../support/http.js';
-import { ferretDbBinary, startFerretDb, type RunningServer } from '../support/servers.js';
+import { ferretDbBinary, startFerretDb, type RunningServer } from '../../harness/servers.js';
 import { mongoRepository } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
 

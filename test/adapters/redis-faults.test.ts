@@ -3,7 +3,7 @@ import { closeRedis, redisConnection, whenReady } from '../../adapters/redis/con
 import { redisTokenStore, type RedisTokenStore } from '../../adapters/tokens/redis/redis-token-store.js';
 import { freshOwner, right } from '../support/fixtures.js';
 import { startService, type Service } from '../support/http.js';
-import { redisBinary, startRedis, type RunningServer } from '../support/servers.js';
+import { redisBinary, startRedis, type RunningServer } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
 
 const TIMEOUT_MS = 2000;

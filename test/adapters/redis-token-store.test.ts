@@ -5,7 +5,7 @@ import { redisConnection, whenReady } from '../../adapters/redis/connection.js';
 import { KEY_PREFIX, keyOf, redisTokenStore } from '../../adapters/tokens/redis/redis-token-store.js';
 import { tokenVerifierContract } from '../contracts/token-verifier.contract.js';
 import { freshOwner, principal, right } from '../support/fixtures.js';
-import { redisBinary, sharedRedis } from '../support/servers.js';
+import { redisBinary, sharedRedis } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
 
 const binary = redisBinary();

@@ -34,10 +34,32 @@ const rules: IForbiddenRuleType[] = [
     to: { path: '^bootstrap/' },
   },
   {
+    name: 'adapters-do-not-import-one-another',
+    severity: 'error',
+    comment:
+      'an adapter (adapters/http, adapters/storage/<name>, adapters/tokens/<name>, ...) imports no other adapter',
+    from: { path: '^adapters/((?:storage|tokens|rate-limit)/[^/]+|[^/]+)/' },
+    to: { path: '^adapters/', pathNot: '^adapters/$1/' },
+  },
+  {
+    name: 'http-edge-holds-the-application-only',
+    severity: 'error',
+    comment: 'adapters/http reaches use cases through the Application; it imports no driven port (the logger aside)',
+    from: { path: '^adapters/http/' },
+    to: { path: '^application/ports/', pathNot: '^application/ports/logger[.]ts$' },
+  },
+  {
+    name: 'bench-does-not-import-tests',
+    severity: 'error',
+    comment: 'bench/ and test/ share harness/ (the servers they start), never each other',
+    from: { path: '^bench/' },
+    to: { path: '^test/' },
+  },
+  {
     name: 'production-code-does-not-import-tests',
     severity: 'error',
     from: { path: '^(domain|application|adapters|bootstrap)/' },
-    to: { path: '^(test|bench)/' },
+    to: { path: '^(test|bench|harness)/' },
   },
 ];
 
@@ -62,7 +84,7 @@ const violationsIn = async (baseDir: string, folders: string[]) => {
 const test = suite('layer rules');
 
 test('domain, application, adapters and bootstrap import only the ways the hexagon allows', async () => {
-  const { modules, violations } = await violationsIn(root, ['domain', 'application', 'adapters', 'bootstrap']);
+  const { modules, violations } = await violationsIn(root, ['domain', 'application', 'adapters', 'bootstrap', 'bench']);
   assert.ok(modules > 20, `cruised ${modules} modules`);
   assert.equal(violations, []);
 });
@@ -94,6 +116,43 @@ test('the rules catch a domain file importing polka, an application file importi
           v.startsWith('application-depends-on-ports-only: application/bad.ts -> node:http') || v.endsWith('-> http'),
       ),
       violations.join('\n'),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the rules catch one adapter importing another, the HTTP edge importing a port, and bench importing tests', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'layers-'));
+  try {
+    const files: Record<string, string> = {
+      'application/ports/plant-repository.ts': 'export const port = 1;\n',
+      'application/ports/logger.ts': 'export const logger = 1;\n',
+      'adapters/storage/memory/store.ts': 'export const store = 1;\n',
+      'adapters/storage/mongodb/store.ts': "import { store } from '../memory/store.js';\nexport const other = store;\n",
+      'adapters/rate-limit/redis/limiter.ts':
+        "import { store } from '../../storage/memory/store.js';\nexport const l = store;\n",
+      'adapters/http/edge.ts':
+        "import { port } from '../../application/ports/plant-repository.js';\nimport { logger } from '../../application/ports/logger.js';\nexport const e = [port, logger];\n",
+      'adapters/http/inner/handler.ts': "import { e } from '../edge.js';\nexport const h = e;\n",
+      'test/support/servers.ts': 'export const servers = 1;\n',
+      'bench/run.ts': "import { servers } from '../test/support/servers.js';\nexport const b = servers;\n",
+    };
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(join(dir, dirname(path)), { recursive: true });
+      writeFileSync(join(dir, path), text);
+    }
+    const { violations } = await violationsIn(dir, ['application', 'adapters', 'bench']);
+    const expected = [
+      'adapters-do-not-import-one-another: adapters/storage/mongodb/store.ts -> adapters/storage/memory/store.ts',
+      'adapters-do-not-import-one-another: adapters/rate-limit/redis/limiter.ts -> adapters/storage/memory/store.ts',
+      'http-edge-holds-the-application-only: adapters/http/edge.ts -> application/ports/plant-repository.ts',
+      'bench-does-not-import-tests: bench/run.ts -> test/support/servers.ts',
+    ];
+    assert.equal(
+      [...violations].sort(),
+      [...expected].sort(),
+      'exactly these, and none for the logger or within one adapter',
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import { distRoot, runNode } from '../support/process.js';
-import { redisBinary, sharedRedis } from '../support/servers.js';
+import { redisBinary, sharedRedis } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
 
 const binary = redisBinary();

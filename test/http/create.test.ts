@@ -1,9 +1,11 @@
+import { randomInt } from 'node:crypto';
 import * as assert from 'uvu/assert';
 import { downRepository } from '../support/fakes.js';
 import { httpSuite, rawRequest, type Service, serviceSuite } from '../support/http.js';
 import { storageBackends } from '../support/storage-backends.js';
 
-let nextId = 1000;
+/** An id no other test of the suite uses (tests share one service and owner, never a counter). */
+const anId = (): number => randomInt(1, 2 ** 47);
 const post = (svc: Service, body: string, headers: Record<string, string> = {}, who: 'alice' | 'bob' = 'alice') =>
   svc.call('POST', '/plants', { token: svc.token[who], body, headers });
 const list = async (svc: Service, who: 'alice' | 'bob' = 'alice') =>
@@ -14,10 +16,10 @@ for (const backend of storageBackends()) {
   const { test, run } = httpSuite('HTTP POST /plants', backend);
 
   test('creates a plant and answers the Plant shape: name and tag, never the id', async ({ svc }) => {
-    const res = await post(svc, JSON.stringify({ id: ++nextId, name: 'Fern', tag: 'green' }));
+    const res = await post(svc, JSON.stringify({ id: anId(), name: 'Fern', tag: 'green' }));
     assert.is(res.status, 200);
     assert.is(res.text, '{"name":"Fern","tag":"green"}');
-    const untagged = await post(svc, JSON.stringify({ id: ++nextId, name: 'Moss' }));
+    const untagged = await post(svc, JSON.stringify({ id: anId(), name: 'Moss' }));
     assert.is(untagged.text, '{"name":"Moss"}', 'an absent tag is omitted');
   });
 
@@ -82,16 +84,16 @@ for (const backend of storageBackends()) {
       [undefined, 'name: is required'],
     ];
     for (const [name, message] of cases) {
-      const res = await post(svc, JSON.stringify({ id: ++nextId, name }));
+      const res = await post(svc, JSON.stringify({ id: anId(), name }));
       assert.is(res.status, 400, JSON.stringify(name));
       assert.is(messageOf(res), message);
     }
-    const lone = await post(svc, `{"id": ${++nextId}, "name": "a\\ud800"}`);
+    const lone = await post(svc, `{"id": ${anId()}, "name": "a\\ud800"}`);
     assert.is(messageOf(lone), 'name: must be well-formed Unicode (no lone surrogates)');
   });
 
   test('200 code points are a valid name, counted as code points', async ({ svc }) => {
-    const res = await post(svc, JSON.stringify({ id: ++nextId, name: '🌵'.repeat(200) }));
+    const res = await post(svc, JSON.stringify({ id: anId(), name: '🌵'.repeat(200) }));
     assert.is(res.status, 200);
   });
 
@@ -102,7 +104,7 @@ for (const backend of storageBackends()) {
       ['t'.repeat(101), 'tag: must be 1 to 100 characters'],
       ['\n', 'tag: must not contain control characters'],
     ] as const) {
-      const res = await post(svc, JSON.stringify({ id: ++nextId, name: 'x', tag }));
+      const res = await post(svc, JSON.stringify({ id: anId(), name: 'x', tag }));
       assert.is(res.status, 400, JSON.stringify(tag));
       assert.is(messageOf(res), message);
     }
@@ -118,7 +120,7 @@ for (const backend of storageBackends()) {
   test('other members are ignored: not stored, not echoed; __proto__ and constructor change nothing', async ({
     svc,
   }) => {
-    const id = ++nextId;
+    const id = anId();
     const res = await post(
       svc,
       `{"id": ${id}, "name": "Fern", "color": "red", "__proto__": {"tag": "evil", "admin": true}, "constructor": {"prototype": {"x": 1}}}`,
@@ -159,7 +161,7 @@ for (const backend of storageBackends()) {
     const deep = '['.repeat(8000) + ']'.repeat(8000);
     const res = await post(svc, deep);
     assert.is(res.status, 400);
-    const nested = `{"id": ${++nextId}, "name": "x", "extra": ${'{"a":'.repeat(2000)}1${'}'.repeat(2000)}}`;
+    const nested = `{"id": ${anId()}, "name": "x", "extra": ${'{"a":'.repeat(2000)}1${'}'.repeat(2000)}}`;
     assert.is((await post(svc, nested)).status, 200);
     assert.is((await svc.call('GET', '/healthz')).status, 200);
   });
@@ -181,25 +183,25 @@ for (const backend of storageBackends()) {
       'application/json; charset=latin1',
       'multipart/form-data',
     ]) {
-      const res = await post(svc, JSON.stringify({ id: ++nextId, name: 'x' }), { 'content-type': type });
+      const res = await post(svc, JSON.stringify({ id: anId(), name: 'x' }), { 'content-type': type });
       assert.is(res.status, 415, type);
     }
     const none = await svc.call('POST', '/plants', {
       token: svc.token.alice,
-      body: JSON.stringify({ id: ++nextId, name: 'x' }),
+      body: JSON.stringify({ id: anId(), name: 'x' }),
       json: false,
       headers: {},
     });
     // fetch labels a string body text/plain when no type is given
     assert.is(none.status, 415);
     for (const type of ['application/json; charset=utf-8', 'Application/JSON', 'application/json;charset="UTF-8"']) {
-      const res = await post(svc, JSON.stringify({ id: ++nextId, name: 'x' }), { 'content-type': type });
+      const res = await post(svc, JSON.stringify({ id: anId(), name: 'x' }), { 'content-type': type });
       assert.is(res.status, 200, type);
     }
   });
 
   test('a body of exactly the limit is read; one byte more is 413', async ({ svc }) => {
-    const base = JSON.stringify({ id: ++nextId, name: 'x' });
+    const base = JSON.stringify({ id: anId(), name: 'x' });
     const exact = base.slice(0, -1) + ' '.repeat(16384 - base.length) + '}';
     assert.is(Buffer.byteLength(exact), 16384);
     assert.is((await post(svc, exact)).status, 200);
@@ -239,7 +241,7 @@ for (const backend of storageBackends()) {
       svc.port,
       [
         `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
-        chunk(`{"id": ${++nextId}, `),
+        chunk(`{"id": ${anId()}, `),
         chunk('"name": "chunked"}'),
         '0\r\n\r\n',
       ],
@@ -252,7 +254,7 @@ for (const backend of storageBackends()) {
   test('a retried identical create is 200 with the stored plant; a different one is 409 and changes nothing', async ({
     svc,
   }) => {
-    const id = ++nextId;
+    const id = anId();
     assert.is((await post(svc, JSON.stringify({ id, name: 'Fern', tag: 'a' }))).status, 200);
     const retry = await post(svc, JSON.stringify({ id, name: 'Fern', tag: 'a', note: 'ignored' }));
     assert.is(retry.status, 200);
@@ -279,7 +281,7 @@ for (const backend of storageBackends()) {
   test('of 20 concurrent creates of one id exactly one stores; each other gets 200 if identical, else 409', async ({
     svc,
   }) => {
-    const id = ++nextId;
+    const id = anId();
     const mine = (i: number) => (i % 2 === 0 ? 'same name' : `racer ${i}`);
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) => post(svc, JSON.stringify({ id, name: mine(i) }), {}, 'bob')),

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { mongoPlantStore } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { RepositorySetup, RepositoryUnderTest } from '../contracts/plant-repository.contract.js';
-import { ferretDbBinary, sharedFerretDb } from './servers.js';
+import { ferretDbBinary, sharedFerretDb } from '../../harness/servers.js';
 
 /** Every storage adapter the suites run against on this machine: memory, FerretDB, and MONGODB_URI when set. */
 export interface StorageBackend {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
 import { stringify } from 'lossless-json';
@@ -20,6 +19,7 @@ import { decodeListQuery, decodeNewPlant, decodePathId } from './codecs.js';
 import { encodeCursor } from './cursor.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
 import { openApiDocument } from './openapi.js';
+import { requestIdFrom } from './request-id.js';
 import { plantJson, plantsJson } from './plant-json.js';
 
 export interface HttpAppDeps {
@@ -41,7 +41,6 @@ interface Exchange extends Request {
   rate?: RateDecision;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 // Exact, case-sensitive paths (polka's string patterns ignore case and a trailing slash).
@@ -138,8 +137,7 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     const exchange = req as Exchange;
     if ((exchange as Partial<Exchange>).id === undefined) {
       exchange.startedAt = performance.now();
-      const given = req.headers['x-request-id'];
-      exchange.id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      exchange.id = requestIdFrom(req.headers['x-request-id']);
     }
     exchange.route = route;
     return exchange;

@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import { createHttpApp, type HttpSettings } from '../adapters/http/app.js';
+import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/server.js';
 import type { Application } from '../application/application.js';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
@@ -37,15 +38,18 @@ export const buildApplication = (ports: Ports): Application => ({
 });
 
 /** The HTTP server over an application (not yet listening). No I/O happens here. */
-export const buildServer = (app: Application, settings: HttpSettings): Server => {
+export const buildServer = (
+  app: Application,
+  settings: HttpSettings,
+  limits: ServerLimits = defaultServerLimits,
+): Server => {
   const http = createHttpApp(app, settings);
-  const server = createServer(
+  return createHttpServer(
     (req, res) => void http.handler(req as Parameters<typeof http.handler>[0], res, undefined as never),
+    { logger: settings.logger, limits },
   );
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  return server;
 };
 
 /** Already-built adapters in, an HTTP server out: what main, the tests and the bench start. */
-export const buildApp = (deps: Ports & HttpSettings): Server => buildServer(buildApplication(deps), deps);
+export const buildApp = (deps: Ports & HttpSettings, limits: ServerLimits = defaultServerLimits): Server =>
+  buildServer(buildApplication(deps), deps, limits);

@@ -1,6 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import * as t from 'io-ts';
+import { defaultServerLimits } from '../adapters/http/server.js';
 import { isScope, type Scope } from '../domain/principal.js';
 
 /**
@@ -22,10 +23,22 @@ export interface Config {
   readonly host: string | undefined;
   readonly logLevel: LogLevel;
   readonly bodyLimit: number;
+  readonly serverLimits: ServerLimitsConfig;
   readonly shutdownTimeoutMs: number;
   readonly storage: { readonly kind: 'memory' } | MongoConfig;
   readonly auth: AuthConfig;
   readonly rateLimit: RateLimitConfig;
+}
+
+/** Limits of the HTTP server on connections, pipelining, headers and timeouts (see adapters/http/server.ts). */
+export interface ServerLimitsConfig {
+  readonly maxConnections: number;
+  readonly maxPipelinedRequests: number;
+  readonly maxHeaderSize: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly idleTimeoutMs: number;
 }
 
 export type AuthConfig =
@@ -237,6 +250,48 @@ export const variables = {
   HOST: { name: 'HOST', read: HostC, fallback: undefined as string | undefined, example: '127.0.0.1' },
   LOG_LEVEL: { name: 'LOG_LEVEL', read: oneOf(LOG_LEVELS), fallback: 'info' as LogLevel, example: 'info' },
   BODY_LIMIT: { name: 'BODY_LIMIT', read: integer(64, 16 * 1024 * 1024), fallback: 16384, example: '16384' },
+  MAX_CONNECTIONS: {
+    name: 'MAX_CONNECTIONS',
+    read: integer(1, 1_000_000),
+    fallback: defaultServerLimits.maxConnections,
+    example: '1000',
+  },
+  MAX_PIPELINED_REQUESTS: {
+    name: 'MAX_PIPELINED_REQUESTS',
+    read: integer(1, 1000),
+    fallback: defaultServerLimits.maxPipelinedRequests,
+    example: '16',
+  },
+  MAX_HEADER_SIZE: {
+    name: 'MAX_HEADER_SIZE',
+    read: integer(8192, 1024 * 1024),
+    fallback: defaultServerLimits.maxHeaderSize,
+    example: '16384',
+  },
+  HEADERS_TIMEOUT_MS: {
+    name: 'HEADERS_TIMEOUT_MS',
+    read: integer(100, 600_000),
+    fallback: defaultServerLimits.headersTimeoutMs,
+    example: '10000',
+  },
+  REQUEST_TIMEOUT_MS: {
+    name: 'REQUEST_TIMEOUT_MS',
+    read: integer(100, 3_600_000),
+    fallback: defaultServerLimits.requestTimeoutMs,
+    example: '30000',
+  },
+  KEEP_ALIVE_TIMEOUT_MS: {
+    name: 'KEEP_ALIVE_TIMEOUT_MS',
+    read: integer(100, 600_000),
+    fallback: defaultServerLimits.keepAliveTimeoutMs,
+    example: '5000',
+  },
+  IDLE_TIMEOUT_MS: {
+    name: 'IDLE_TIMEOUT_MS',
+    read: integer(1000, 3_600_000),
+    fallback: defaultServerLimits.idleTimeoutMs,
+    example: '60000',
+  },
   SHUTDOWN_TIMEOUT_MS: { name: 'SHUTDOWN_TIMEOUT_MS', read: integer(0, 600_000), fallback: 10_000, example: '10000' },
   STORAGE: {
     name: 'STORAGE',
@@ -344,6 +399,7 @@ export const loadConfig = (env: Env): Config => {
     host: get(env, variables.HOST),
     logLevel: get(env, variables.LOG_LEVEL),
     bodyLimit: get(env, variables.BODY_LIMIT),
+    serverLimits: loadServerLimits(env),
     shutdownTimeoutMs: get(env, variables.SHUTDOWN_TIMEOUT_MS),
     storage:
       storageKind === 'memory'
@@ -364,6 +420,25 @@ export const loadConfig = (env: Env): Config => {
       redisUrl: get(env, variables.REDIS_URL),
       timeoutMs: get(env, variables.AUTH_TIMEOUT_MS),
     },
+  };
+};
+
+const loadServerLimits = (env: Env): ServerLimitsConfig => {
+  const headersTimeoutMs = get(env, variables.HEADERS_TIMEOUT_MS);
+  const requestTimeoutMs = get(env, variables.REQUEST_TIMEOUT_MS);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      `HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs}) (got "${headersTimeoutMs}"); for example HEADERS_TIMEOUT_MS=${variables.HEADERS_TIMEOUT_MS.example}`,
+    );
+  }
+  return {
+    maxConnections: get(env, variables.MAX_CONNECTIONS),
+    maxPipelinedRequests: get(env, variables.MAX_PIPELINED_REQUESTS),
+    maxHeaderSize: get(env, variables.MAX_HEADER_SIZE),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: get(env, variables.KEEP_ALIVE_TIMEOUT_MS),
+    idleTimeoutMs: get(env, variables.IDLE_TIMEOUT_MS),
   };
 };
 

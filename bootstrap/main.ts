@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
+import { defaultServerLimits } from '../adapters/http/server.js';
 import { buildApp } from './build-app.js';
 import { connectBackends } from './backends.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -20,7 +21,10 @@ const main = async (): Promise<void> => {
     logger.warn({ storage: 'memory' }, 'in-memory storage: every plant is lost when the process exits');
   }
 
-  const server = buildApp({ ...backends, logger, bodyLimit: config.bodyLimit });
+  const server = buildApp(
+    { ...backends, logger, bodyLimit: config.bodyLimit },
+    { ...defaultServerLimits, ...config.serverLimits },
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ port: config.port, ...(config.host === undefined ? {} : { host: config.host }) }, resolve);

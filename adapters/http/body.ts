@@ -22,6 +22,8 @@ export const isJsonContentType = (header: string | undefined): boolean => {
  * (the response closes the connection). Resolves `undefined` when the client went away mid-body.
  */
 export const readBody = (req: IncomingMessage, limit: number): Promise<E.Either<BodyFailure, Buffer> | undefined> => {
+  // Gone before we asked (the client left, or the server answered and closed): no event would ever come.
+  if (req.destroyed) return Promise.resolve(undefined);
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.resolve(E.left({ _tag: 'PayloadTooLarge', limit }));

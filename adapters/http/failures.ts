@@ -13,7 +13,14 @@ export type HttpFailure =
   | { readonly _tag: 'RouteNotFound' }
   | { readonly _tag: 'MethodNotAllowed'; readonly allow: string }
   | { readonly _tag: 'InternalError' }
-  | { readonly _tag: 'NotReady'; readonly down: readonly string[] };
+  | { readonly _tag: 'NotReady'; readonly down: readonly string[] }
+  // Found by Node's HTTP parser or the server before any route: each closes the connection.
+  | { readonly _tag: 'MalformedRequest'; readonly reason: string }
+  | { readonly _tag: 'RequestTimeout'; readonly headersMs: number; readonly requestMs: number }
+  | { readonly _tag: 'ExpectationFailed' }
+  | { readonly _tag: 'HeadersTooLarge'; readonly limit: number }
+  | { readonly _tag: 'MethodNotImplemented'; readonly method: string }
+  | { readonly _tag: 'VersionNotSupported' };
 
 /** Everything a request can fail with, from any layer. */
 export type Failure =
@@ -36,6 +43,8 @@ export interface FailureResponse {
 export const REALM = 'Bearer realm="plants"';
 /** Seconds a client should wait before retrying when a backend is unavailable. */
 export const RETRY_AFTER_SECONDS = 1;
+
+const CLOSE = { connection: 'close' } as const;
 
 const unavailable = (what: string): FailureResponse => ({
   status: 503,
@@ -105,6 +114,26 @@ export const toResponse = (failure: Failure): FailureResponse => {
         message: `not ready: ${failure.down.join(' and ')} ${failure.down.length > 1 ? 'do' : 'does'} not answer`,
         headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
       };
+    case 'MalformedRequest':
+      return { status: 400, message: `request: ${failure.reason}`, headers: CLOSE };
+    case 'RequestTimeout':
+      return {
+        status: 408,
+        message: `request: the headers must arrive within ${failure.headersMs} ms and the whole request within ${failure.requestMs} ms`,
+        headers: CLOSE,
+      };
+    case 'ExpectationFailed':
+      return { status: 417, message: 'expect: only "100-continue" is supported', headers: CLOSE };
+    case 'HeadersTooLarge':
+      return {
+        status: 431,
+        message: `headers: the request line and headers must be at most ${failure.limit} bytes`,
+        headers: CLOSE,
+      };
+    case 'MethodNotImplemented':
+      return { status: 501, message: `method ${failure.method} is not supported by this server`, headers: CLOSE };
+    case 'VersionNotSupported':
+      return { status: 505, message: 'request: only HTTP/1.0 and HTTP/1.1 are served', headers: CLOSE };
     case 'StorageUnavailable':
       return unavailable('storage');
     case 'TokenStoreUnavailable':

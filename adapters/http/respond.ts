@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Request } from 'polka';
 import type { RateDecision } from '../../application/application.js';
 import type { Logger } from '../../application/ports/logger.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
+import { requestIdFrom } from './request-id.js';
 
 /** What the edge keeps about one exchange, for its headers and its log line. */
 export interface Exchange extends Request {
@@ -17,7 +17,6 @@ export interface Exchange extends Request {
 
 export type Handler = (req: Exchange, res: ServerResponse) => Promise<void> | void;
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Stamps the exchange once: start time and request id (the caller's when valid, else a new one); names its route. */
@@ -25,8 +24,7 @@ export const exchangeOf = (req: Request, route: string): Exchange => {
   const exchange = req as Exchange;
   if ((exchange as Partial<Exchange>).id === undefined) {
     exchange.startedAt = performance.now();
-    const given = req.headers['x-request-id'];
-    exchange.id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    exchange.id = requestIdFrom(req.headers['x-request-id']);
   }
   exchange.route = route;
   return exchange;

@@ -20,6 +20,15 @@ test('no variables at all is the embedded default', () => {
     host: undefined,
     logLevel: 'info',
     bodyLimit: 16384,
+    serverLimits: {
+      maxConnections: 1000,
+      maxPipelinedRequests: 16,
+      maxHeaderSize: 16384,
+      headersTimeoutMs: 10000,
+      requestTimeoutMs: 30000,
+      keepAliveTimeoutMs: 5000,
+      idleTimeoutMs: 60000,
+    },
     shutdownTimeoutMs: 10000,
     storage: { kind: 'memory' },
     auth: { kind: 'static', tokens: undefined },
@@ -42,6 +51,33 @@ test('a bad value names the variable, the problem, the value and a good example'
     /^LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent/,
   );
   assert.match(failure({ BODY_LIMIT: '1.5' }), /^BODY_LIMIT: must be an integer/);
+});
+
+test('the HTTP server limits are read from their variables', () => {
+  const config = loadConfig({
+    MAX_CONNECTIONS: '50',
+    MAX_PIPELINED_REQUESTS: '4',
+    MAX_HEADER_SIZE: '32768',
+    HEADERS_TIMEOUT_MS: '2000',
+    REQUEST_TIMEOUT_MS: '5000',
+    KEEP_ALIVE_TIMEOUT_MS: '65000',
+    IDLE_TIMEOUT_MS: '15000',
+  });
+  assert.equal(config.serverLimits, {
+    maxConnections: 50,
+    maxPipelinedRequests: 4,
+    maxHeaderSize: 32768,
+    headersTimeoutMs: 2000,
+    requestTimeoutMs: 5000,
+    keepAliveTimeoutMs: 65000,
+    idleTimeoutMs: 15000,
+  });
+  assert.match(failure({ MAX_CONNECTIONS: '0' }), /^MAX_CONNECTIONS: must be an integer from 1 to 1000000/);
+  assert.match(failure({ MAX_HEADER_SIZE: '100' }), /^MAX_HEADER_SIZE: must be an integer from 8192/);
+  assert.is(
+    failure({ HEADERS_TIMEOUT_MS: '40000' }),
+    'HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (30000) (got "40000"); for example HEADERS_TIMEOUT_MS=10000',
+  );
 });
 
 test('a secret value is never repeated in the error line', () => {

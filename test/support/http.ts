@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import type { HttpSettings } from '../../adapters/http/app.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { sha256, staticTokenVerifier } from '../../adapters/tokens/static/static-token-verifier.js';
+import { defaultServerLimits, type ServerLimits } from '../../adapters/http/server.js';
 import { buildApp, type Ports } from '../../bootstrap/build-app.js';
 import type { Principal, Scope } from '../../domain/principal.js';
 import { freshOwner, principal } from './fixtures.js';
@@ -53,7 +54,10 @@ const scopesOf: Record<Who, Scope[]> = {
  * Starts the real HTTP service (bootstrap's buildApp, real polka, real pino) on a free loopback port, over memory
  * storage unless another repository is given. Every response of `call` is checked against /openapi.json.
  */
-export const startService = async (overrides: Partial<Ports & HttpSettings> = {}): Promise<Service> => {
+export const startService = async (
+  overrides: Partial<Ports & HttpSettings> = {},
+  limits: Partial<ServerLimits> = {},
+): Promise<Service> => {
   const aliceOwner = freshOwner('alice');
   const who = Object.keys(scopesOf) as Who[];
   const principals = Object.fromEntries(
@@ -78,7 +82,7 @@ export const startService = async (overrides: Partial<Ports & HttpSettings> = {}
     bodyLimit: 16384,
     ...overrides,
   };
-  const server = buildApp(deps);
+  const server = buildApp(deps, { ...defaultServerLimits, ...limits });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const base = `http://127.0.0.1:${port}`;

@@ -1,0 +1,174 @@
+import { readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import * as assert from 'uvu/assert';
+import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
+import { aPlant, right } from '../support/fixtures.js';
+import { startService, type Service } from '../support/http.js';
+import { runNode } from '../support/process.js';
+import { suiteWith } from '../support/suites.js';
+import { openWire, sleep, type Wire } from './wire.js';
+
+/** What one client may hold: connections, pipelined requests, idle time, and the memory all of it costs. */
+const { test, subject, run } = suiteWith('edge: connections and pipelining are bounded', async () => {
+  const svc = await startService({}, { maxPipelinedRequests: 4 });
+  return { svc, teardown: svc.close };
+});
+const it = (title: string, fn: (svc: Service) => Promise<void>) => test(title, (ctx) => fn(subject(ctx).svc));
+
+const GET = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+
+it('pipelined requests up to MAX_PIPELINED_REQUESTS are all answered, in order', async (svc) => {
+  const wire = await openWire(svc.port);
+  try {
+    wire.write([1, 2, 3, 4].map((n) => `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: pipe-${n}\r\n\r\n`).join(''));
+    await wire.response(4);
+    assert.equal(
+      wire.responses().map((r) => `${r.status} ${r.headers['x-request-id']}`),
+      ['200 pipe-1', '200 pipe-2', '200 pipe-3', '200 pipe-4'],
+    );
+    assert.not.ok(wire.isClosed());
+  } finally {
+    wire.destroy();
+  }
+});
+
+it('a connection with more pipelined requests unanswered than the limit is closed, and it is logged', async (svc) => {
+  const wire = await openWire(svc.port);
+  try {
+    wire.write(GET.repeat(200));
+    await wire.closed(5000);
+    assert.ok(wire.responses().length <= 4, `at most 4 answered, got ${wire.responses().length}`);
+    assert.ok(svc.logs().some((l) => l['code'] === 'PIPELINE_LIMIT'));
+  } finally {
+    wire.destroy();
+  }
+});
+
+test('connections beyond MAX_CONNECTIONS are closed at once; a freed slot serves again', async () => {
+  const svc = await startService({}, { maxConnections: 8 });
+  const wires: Wire[] = [];
+  try {
+    // The limit is 8; the harness may hold one keep-alive connection of its own.
+    const served: boolean[] = [];
+    for (let i = 0; i < 12; i++) {
+      const wire = await openWire(svc.port);
+      wires.push(wire);
+      wire.write(GET);
+      served.push(
+        await wire.response(1, 3000).then(
+          () => true,
+          () => false,
+        ),
+      );
+    }
+    const count = served.filter(Boolean).length;
+    assert.ok(count >= 7 && count <= 8, `7 or 8 served, got ${count}: ${served.join(',')}`);
+    assert.ok(
+      served.slice(count).every((s) => !s),
+      'every connection after the first refusal is refused',
+    );
+    assert.ok(svc.logs().some((l) => l['msg'] === 'connections refused: at the connection limit'));
+    for (const w of wires.splice(0)) w.destroy();
+    await sleep(100);
+    const again = await openWire(svc.port);
+    wires.push(again);
+    again.write(GET);
+    assert.is((await again.response(1)).status, 200);
+  } finally {
+    for (const w of wires) w.destroy();
+    await svc.close();
+  }
+});
+
+test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', async () => {
+  const svc = await startService({}, { keepAliveTimeoutMs: 200 });
+  const wire = await openWire(svc.port);
+  try {
+    wire.write(GET);
+    assert.is((await wire.response(1)).status, 200);
+    // Node closes it after the timeout plus its own one-second grace.
+    await wire.closed(3000);
+  } finally {
+    wire.destroy();
+    await svc.close();
+  }
+});
+
+test('a client that stops reading its responses is closed after IDLE_TIMEOUT_MS', async () => {
+  const plants = memoryPlantRepository();
+  const svc = await startService({ plants }, { idleTimeoutMs: 500 });
+  const wire = await openWire(svc.port);
+  try {
+    // A full page of 200-emoji names is about 800 KiB; sixteen of them overflow the socket buffers of a client that never reads.
+    for (let id = 1; id <= 1000; id++) {
+      await right(plants.insert(svc.principal.alice.owner, aPlant(BigInt(id), '🌿'.repeat(200))));
+    }
+    wire.socket.pause();
+    wire.write(
+      `GET /plants?limit=1000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\n\r\n`.repeat(16),
+    );
+    await sleep(3000);
+    wire.socket.resume();
+    // It was closed while it was not reading: what it still reads ends early.
+    await wire.closed(5000);
+    assert.ok(wire.responses().length < 16, `${wire.responses().length} of 16 responses read`);
+  } finally {
+    wire.destroy();
+    await svc.close();
+  }
+});
+
+/** Resident set of a process, in MiB (Linux). */
+const rssMiB = (pid: number): number => {
+  const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) / 1024;
+};
+
+test('200 clients that pipeline 64 KiB of requests each and never read cannot grow the server by 64 MiB', async () => {
+  if (process.platform !== 'linux') return; // RSS is read from /proc
+  const proc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AUTH_TOKENS: '[{"token":"t","owner":"o","subject":"s","scopes":["plants:read"]}]',
+  });
+  const sockets: Socket[] = [];
+  try {
+    await proc.waitFor(/"msg":"listening"/);
+    const port = Number(/"port":(\d+)/.exec(proc.stdout())?.[1]);
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; i < 20; i++) await (await fetch(`${base}/healthz`)).text(); // warm up
+    await sleep(200);
+    const before = rssMiB(proc.child.pid as number);
+
+    const one = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+    const flood = Buffer.from(one.repeat(Math.floor(65536 / one.length)));
+    for (let i = 0; i < 200; i++) {
+      const socket = connect(port, '127.0.0.1');
+      socket.pause(); // never reads its responses
+      socket.on('error', () => undefined);
+      socket.on('connect', () => socket.write(flood));
+      sockets.push(socket);
+    }
+    // Sample until the flood has been worked through (the service answers /healthz again), and for at least 3 s.
+    await sleep(200);
+    let answered: number | undefined;
+    const healthz = fetch(`${base}/healthz`, { signal: AbortSignal.timeout(20_000) }).then(
+      (r) => (answered = r.status),
+    );
+    const started = Date.now();
+    let peak = before;
+    while (Date.now() - started < 20_000 && (answered === undefined || Date.now() - started < 3000)) {
+      await sleep(100);
+      peak = Math.max(peak, rssMiB(proc.child.pid as number));
+    }
+    await healthz;
+    assert.is(answered, 200, 'the service still answers');
+    assert.ok(peak - before < 64, `RSS grew ${Math.round(peak - before)} MiB (from ${Math.round(before)} MiB)`);
+  } finally {
+    for (const s of sockets) s.destroy();
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+  }
+});
+
+run();

@@ -1,3 +1,4 @@
+import './require-supported-node.js';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { buildApp } from './build-app.js';

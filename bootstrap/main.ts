@@ -18,7 +18,10 @@ const main = async (): Promise<void> => {
     );
   }
   if (config.storage.kind === 'memory') {
-    logger.warn({ storage: 'memory' }, 'in-memory storage: every plant is lost when the process exits');
+    logger.warn(
+      { storage: 'memory' },
+      'in-memory storage: every plant is lost when the process exits, and no other process sees it (run one process only, or STORAGE=mongodb)',
+    );
   }
 
   const server = buildApp({ ...backends, logger, bodyLimit: config.bodyLimit });

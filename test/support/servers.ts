@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -89,6 +89,12 @@ export interface RunningServer {
   readonly dispose: () => Promise<void>;
 }
 
+/** What the run does when it ends, whatever the suites did: stop every server left and remove its data. */
+const atExit = new Set<() => void>();
+process.once('exit', () => {
+  for (const cleanUp of atExit) cleanUp();
+});
+
 /** How to run a server: `as` runs it under another account (PostgreSQL refuses to run as root). */
 interface Launch {
   bin: string;
@@ -132,10 +138,11 @@ const supervise = async (
     running.kill(hard ? 'SIGKILL' : signals.stop);
     await exited;
   };
-  process.once('exit', () => {
+  const cleanUp = () => {
     child?.kill(signals.atExit);
     rmSync(dir, { recursive: true, force: true });
-  });
+  };
+  atExit.add(cleanUp);
   await start();
   return {
     port,
@@ -145,6 +152,7 @@ const supervise = async (
     dispose: async () => {
       await stop();
       rmSync(dir, { recursive: true, force: true });
+      atExit.delete(cleanUp);
     },
   };
 };
@@ -263,7 +271,7 @@ export const postgresBinaries = (): PostgresBinaries | { skip: string } => {
     'apt-get install postgresql',
   );
   if ('skip' in initdb) return initdb;
-  const postgres = join(dirname(initdb.bin), 'postgres');
+  const postgres = join(dirname(realpathSync(initdb.bin)), 'postgres');
   if (process.getuid?.() !== 0) return { initdb: initdb.bin, postgres };
   const as = accountNamed('postgres');
   if (as === undefined) {

@@ -1,3 +1,4 @@
+import './require-supported-node.js';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { defaultServerLimits } from '../adapters/http/server.js';
@@ -18,7 +19,10 @@ const main = async (): Promise<void> => {
     );
   }
   if (config.storage.kind === 'memory') {
-    logger.warn({ storage: 'memory' }, 'in-memory storage: every plant is lost when the process exits');
+    logger.warn(
+      { storage: 'memory' },
+      'in-memory storage: every plant is lost when the process exits, and no other process sees it (run one process only, or STORAGE=mongodb)',
+    );
   }
 
   const server = buildApp(

@@ -1,3 +1,4 @@
+import './require-supported-node.js';
 import { parseArgs } from 'node:util';
 import * as E from 'fp-ts/lib/Either.js';
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';

@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /**
  * Real servers for the adapter suites, started and stopped by the tests themselves on free loopback ports, in
@@ -89,19 +89,38 @@ export interface RunningServer {
   readonly dispose: () => Promise<void>;
 }
 
+/** What the run does when it ends, whatever the suites did: stop every server left and remove its data. */
+const atExit = new Set<() => void>();
+process.once('exit', () => {
+  for (const cleanUp of atExit) cleanUp();
+});
+
+/** How to run a server: `as` runs it under another account (PostgreSQL refuses to run as root). */
+interface Launch {
+  bin: string;
+  args: string[];
+  env?: Record<string, string>;
+  as?: Account;
+}
+
 const supervise = async (
   what: string,
-  makeArgs: () => { bin: string; args: string[]; env?: Record<string, string> },
+  makeArgs: () => Launch,
   port: number,
   uri: string,
   dir: string,
+  signals: { readonly stop: NodeJS.Signals; readonly atExit: NodeJS.Signals } = { stop: 'SIGTERM', atExit: 'SIGKILL' },
 ): Promise<RunningServer> => {
   let child: ChildProcess | undefined;
   let log = '';
   const start = async () => {
-    const { bin, args, env } = makeArgs();
+    const { bin, args, env, as } = makeArgs();
     log = '';
-    child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(bin, args, {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(as === undefined ? {} : { uid: as.uid, gid: as.gid, cwd: dir }),
+    });
     child.stdout?.on('data', (c: Buffer) => (log += c.toString()));
     child.stderr?.on('data', (c: Buffer) => (log += c.toString()));
     // The test run may end while a shared server still runs: it must not hold the run open (see the exit hook).
@@ -116,13 +135,14 @@ const supervise = async (
     if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
     running.ref(); // waiting for its exit must hold the run open
     const exited = new Promise((r) => running.once('exit', r));
-    running.kill(hard ? 'SIGKILL' : 'SIGTERM');
+    running.kill(hard ? 'SIGKILL' : signals.stop);
     await exited;
   };
-  process.once('exit', () => {
-    child?.kill('SIGKILL');
+  const cleanUp = () => {
+    child?.kill(signals.atExit);
     rmSync(dir, { recursive: true, force: true });
-  });
+  };
+  atExit.add(cleanUp);
   await start();
   return {
     port,
@@ -132,6 +152,7 @@ const supervise = async (
     dispose: async () => {
       await stop();
       rmSync(dir, { recursive: true, force: true });
+      atExit.delete(cleanUp);
     },
   };
 };
@@ -206,3 +227,156 @@ export const startRedis = async (bin: string): Promise<RunningServer> => {
 let sharedRedisServer: Promise<RunningServer> | undefined;
 /** One redis-server for every suite of the run that only needs a server (keys are random per test). */
 export const sharedRedis = (bin: string): Promise<RunningServer> => (sharedRedisServer ??= startRedis(bin));
+
+/** An unprivileged account to run a server as: PostgreSQL refuses to run as root. */
+export interface Account {
+  readonly name: string;
+  readonly uid: number;
+  readonly gid: number;
+}
+
+const accountNamed = (name: string): Account | undefined => {
+  const id = (flag: string) => spawnSync('id', [flag, name], { encoding: 'utf8' });
+  const [uid, gid] = [id('-u'), id('-g')];
+  if (uid.status !== 0 || gid.status !== 0) return undefined;
+  return { name, uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+};
+
+/** PostgreSQL's server programs, and the account to run them as when the tests run as root. */
+export interface PostgresBinaries {
+  readonly initdb: string;
+  readonly postgres: string;
+  readonly as?: Account;
+}
+
+/**
+ * Where PostgreSQL's initdb and postgres are: POSTGRES_BIN_DIR, PATH, or Debian's /usr/lib/postgresql/<newest>/bin.
+ * Run as root, the harness runs them as the `postgres` account (Debian's package creates it); without one it cannot.
+ */
+export const postgresBinaries = (): PostgresBinaries | { skip: string } => {
+  const debian = '/usr/lib/postgresql';
+  const versions = existsSync(debian)
+    ? readdirSync(debian)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  const envDir = process.env['POSTGRES_BIN_DIR'];
+  const initdb = locate(
+    'PostgreSQL (initdb, postgres)',
+    [
+      envDir === undefined ? undefined : join(envDir, 'initdb'),
+      onPath('initdb'),
+      ...versions.map((v) => join(debian, v, 'bin', 'initdb')),
+    ],
+    'apt-get install postgresql',
+  );
+  if ('skip' in initdb) return initdb;
+  const postgres = join(dirname(realpathSync(initdb.bin)), 'postgres');
+  if (process.getuid?.() !== 0) return { initdb: initdb.bin, postgres };
+  const as = accountNamed('postgres');
+  if (as === undefined) {
+    const reason =
+      'PostgreSQL refuses to run as root and there is no "postgres" account to run it as (apt-get install postgresql creates one)';
+    if (inCI) throw new Error(`CI=true and ${reason}`);
+    return { skip: reason };
+  }
+  return { initdb: initdb.bin, postgres, as };
+};
+
+/**
+ * A throwaway PostgreSQL cluster: initdb into a temporary directory (trust authentication, C locale, UTF-8), then the
+ * server on a free loopback port with its unix socket in that directory and no fsync (a test cluster: commits still
+ * reach the kernel, so a killed server keeps them). The uri names the `postgres` database as user `postgres`.
+ */
+export const startPostgres = async (pg: PostgresBinaries): Promise<RunningServer> => {
+  const dir = mkdtempSync(join(tmpdir(), 'postgres-'));
+  if (pg.as !== undefined) chownSync(dir, pg.as.uid, pg.as.gid);
+  const data = join(dir, 'data');
+  const initdb = spawnSync(
+    pg.initdb,
+    ['-D', data, '-U', 'postgres', '--auth=trust', '--no-locale', '-E', 'UTF8', '--no-sync'],
+    {
+      encoding: 'utf8',
+      cwd: dir,
+      env: { ...process.env, LC_ALL: 'C' },
+      ...(pg.as === undefined ? {} : { uid: pg.as.uid, gid: pg.as.gid }),
+    },
+  );
+  if (initdb.status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`initdb failed (${initdb.status ?? initdb.error?.message}): ${initdb.stderr.slice(-2000)}`);
+  }
+  const port = await freePort();
+  return supervise(
+    'postgres',
+    () => ({
+      bin: pg.postgres,
+      args: [
+        '-D',
+        data,
+        '-p',
+        String(port),
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        `unix_socket_directories=${dir}`,
+        '-c',
+        'fsync=off',
+        '-c',
+        'full_page_writes=off',
+      ],
+      env: { LC_ALL: 'C' },
+      ...(pg.as === undefined ? {} : { as: pg.as }),
+    }),
+    port,
+    `postgres://postgres@127.0.0.1:${port}/postgres`,
+    dir,
+    // SIGINT is PostgreSQL's fast shutdown (SIGTERM would wait for every client); SIGQUIT at exit still lets the
+    // postmaster end its backends and release its shared memory.
+    { stop: 'SIGINT', atExit: 'SIGQUIT' },
+  );
+};
+
+/**
+ * FerretDB v1.24.2 with its PostgreSQL handler, on a PostgreSQL cluster of its own. `stop` and `start` act on FerretDB;
+ * `dispose` removes both.
+ */
+export const startFerretDbOnPostgres = async (bin: string, pg: PostgresBinaries): Promise<RunningServer> => {
+  const postgres = await startPostgres(pg);
+  const dir = mkdtempSync(join(tmpdir(), 'ferretdb-pg-'));
+  const port = await freePort();
+  const ferret = await supervise(
+    'ferretdb (postgresql)',
+    () => ({
+      bin,
+      args: [
+        '--handler=postgresql',
+        `--postgresql-url=${postgres.uri}`,
+        `--listen-addr=127.0.0.1:${port}`,
+        `--state-dir=${dir}`,
+        '--telemetry=disable',
+        '--debug-addr=-',
+        '--log-level=warn',
+      ],
+      env: { DO_NOT_TRACK: '1', FERRETDB_TELEMETRY: 'disable' },
+    }),
+    port,
+    `mongodb://127.0.0.1:${port}/`,
+    dir,
+  ).catch(async (e: unknown) => {
+    await postgres.dispose();
+    throw e;
+  });
+  return {
+    ...ferret,
+    dispose: async () => {
+      await ferret.dispose();
+      await postgres.dispose();
+    },
+  };
+};
+
+let sharedOnPostgres: Promise<RunningServer> | undefined;
+/** One FerretDB on PostgreSQL for every suite of the run that only needs a server (a database each). */
+export const sharedFerretDbOnPostgres = (bin: string, pg: PostgresBinaries): Promise<RunningServer> =>
+  (sharedOnPostgres ??= startFerretDbOnPostgres(bin, pg));

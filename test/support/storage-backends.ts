@@ -3,9 +3,12 @@ import { pino } from 'pino';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { mongoPlantStore } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { RepositorySetup, RepositoryUnderTest } from '../contracts/plant-repository.contract.js';
-import { ferretDbBinary, sharedFerretDb } from '../../harness/servers.js';
+import { ferretDbBinary, postgresBinaries, sharedFerretDb, sharedFerretDbOnPostgres } from '../../harness/servers.js';
 
-/** Every storage adapter the suites run against on this machine: memory, FerretDB, and MONGODB_URI when set. */
+/**
+ * Every storage adapter the suites run against on this machine: memory, FerretDB on SQLite and on PostgreSQL, and
+ * MONGODB_URI when set.
+ */
 export interface StorageBackend {
   readonly name: string;
   readonly setup: RepositorySetup;
@@ -40,6 +43,15 @@ export const storageBackends = (): StorageBackend[] => {
     {
       name: 'mongodb on FerretDB',
       setup: 'skip' in ferret ? ferret : async () => mongoRepository((await sharedFerretDb(ferret.bin)).uri),
+    },
+    {
+      name: 'mongodb on FerretDB/PostgreSQL',
+      setup: (() => {
+        if ('skip' in ferret) return ferret;
+        const pg = postgresBinaries();
+        if ('skip' in pg) return pg;
+        return async () => mongoRepository((await sharedFerretDbOnPostgres(ferret.bin, pg)).uri);
+      })(),
     },
   ];
   const real = process.env['MONGODB_URI'];

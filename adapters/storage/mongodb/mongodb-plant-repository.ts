@@ -51,10 +51,29 @@ const decodeStored = (doc: unknown): Plant => {
 class DeadlineExceeded extends Error {}
 
 /**
+ * Socket errors the driver lets through unwrapped: a command written to a connection the server just closed (a
+ * killed server) fails with Node's own EPIPE, "This socket has been ended by the other party".
+ */
+const CONNECTION_GONE = new Set([
+  'EPIPE',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTCONN',
+  'ERR_SOCKET_CLOSED',
+  'ERR_STREAM_DESTROYED',
+  'ERR_STREAM_WRITE_AFTER_END',
+]);
+
+/**
  * Errors that mean "the store did not answer in time or at all": the network, server selection, timeouts, pool
  * clearing, an unsatisfied write concern, a shutting-down server. Anything else is a bug and is thrown.
  */
-const isUnavailable = (e: unknown): boolean => {
+export const isUnavailable = (e: unknown): boolean => {
+  if (e instanceof Error && CONNECTION_GONE.has(String((e as NodeJS.ErrnoException).code))) return true;
   if (!(e instanceof MongoError)) return e instanceof DeadlineExceeded;
   const name = e.constructor.name;
   if (/Network|ServerSelection|Timeout|PoolCleared|NotConnected|TopologyClosed|ServerClosed|ServerShutdown/.test(name))

@@ -15,10 +15,11 @@ import { deletePlant } from '../../application/use-cases/delete-plant.js';
 import { listPlants } from '../../application/use-cases/list-plants.js';
 import { requireScope, type Principal } from '../../domain/principal.js';
 import { bearerToken } from './auth.js';
-import { isJsonContentType, parseJson, readBody } from './body.js';
+import { isJsonContentType, readBody } from './body.js';
 import { decodeListQuery, decodeNewPlant, decodePathId } from './codecs.js';
 import { encodeCursor } from './cursor.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
+import { parseJson } from './json.js';
 import { openApiDocument } from './openapi.js';
 import { plantJson, plantsJson } from './plant-json.js';
 

@@ -16,7 +16,7 @@ import { listPlants } from '../../application/use-cases/list-plants.js';
 import { requireScope, type Principal } from '../../domain/principal.js';
 import { bearerToken } from './auth.js';
 import { isJsonContentType, readBody } from './body.js';
-import { decodeListQuery, decodeNewPlant, decodePathId } from './codecs.js';
+import { decodeListSearch, decodeNewPlant, decodePathId } from './codecs.js';
 import { encodeCursor } from './cursor.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
 import { parseJson } from './json.js';
@@ -190,7 +190,7 @@ export const createHttpApp = (deps: HttpAppDeps) => {
       named('GET /plants', async (req, res) => {
         const principal = await principalOf(req, res);
         if (principal === undefined) return;
-        const query = decodeListQuery(req.query);
+        const query = decodeListSearch(req.search);
         if (E.isLeft(query)) return fail(req, res, query.left);
         const page = await useCases.listPlants(principal, query.right)();
         if (E.isLeft(page)) return fail(req, res, page.left);

@@ -126,8 +126,8 @@ const isNumberPart = (c: number): boolean =>
 
 /**
  * Node 20: walks `text` (valid JSON, no duplicate member, and `root` is what JSON.parse made of it) alongside `root`,
- * replacing each number by a LosslessNumber of its source text. Linear: strings are skipped with indexOf, member
- * names are read once (through JSON.parse only when they hold an escape).
+ * replacing each number by a LosslessNumber of its source text. Linear: one pass, each member name read once
+ * (through JSON.parse only when it holds an escape).
  */
 const restoreNumbers = (text: string, root: unknown): unknown => {
   const containers: Array<Record<string, unknown> | unknown[]> = [];

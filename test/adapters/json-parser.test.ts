@@ -11,6 +11,7 @@ import {
   reviverSourceAvailable,
   type NumberSource,
 } from '../../adapters/http/json.js';
+import { assertLinear, perCallMs, sized } from '../edge/cost.js';
 
 /**
  * The JSON body parser, once per way of getting numbers' source text. Both run the same properties: each input
@@ -282,6 +283,28 @@ for (const numbers of strategies) {
     assert.equal(parse(bytesOf(mixed)), E.left({ _tag: 'MalformedBody', reason: tooMany }));
     // commas and colons inside strings count for nothing
     assert.ok(E.isRight(parse(bytesOf(`["${',:'.repeat(max)}"]`))));
+  });
+
+  test('its cost is linear in the body: 16x the bytes, in every shape, cost at most linear time', () => {
+    const shapes: Array<[string, (n: number) => string]> = [
+      ['many members', (n) => `{${Array.from({ length: n }, (_, i) => `"m${i}":${i}`).join(',')}}`],
+      ['a long array of big numbers', (n) => `[${'12345678901234567890,'.repeat(n)}0]`],
+      ['one long string of escapes', (n) => `{"a":"${'\\u00e9\\n'.repeat(n)}"}`],
+      ['backslashes before quotes', (n) => `["${'\\\\'.repeat(n)}", "${'\\"'.repeat(n)}"]`],
+      ['escaped member names', (n) => `{${Array.from({ length: n }, (_, i) => `"\\u006d${i}":[]`).join(',')}}`],
+      ['repeated names, equal values', (n) => `{"a":[${'1,'.repeat(n)}1],"a":[${'1,'.repeat(n)}1]}`],
+      ['nesting at the bound, then long', (n) => `${'['.repeat(63)}${'0,'.repeat(n)}0${']'.repeat(63)}`],
+    ];
+    for (const [shape, make] of shapes) {
+      const small = bytesOf(sized(1024, make));
+      const large = bytesOf(sized(16 * 1024, make));
+      assertLinear(
+        shape,
+        perCallMs(() => parse(small)),
+        perCallMs(() => parse(large)),
+        16,
+      );
+    }
   });
 
   test('text that is not JSON, or not UTF-8, is refused with the reason', () => {

@@ -126,7 +126,12 @@ test('the service refuses to start on a repeated secret: exit 1, one line naming
       { sha256: hex(SECRET), ...writer },
     ]),
   });
-  assert.is(await svc.exited, 1);
+  const timeout = new Promise<string>((resolve) => setTimeout(() => resolve('still running after 10 s'), 10_000));
+  try {
+    assert.is(await Promise.race([svc.exited, timeout]), 1);
+  } finally {
+    svc.child.kill('SIGKILL');
+  }
   assert.match(svc.stderr(), /^config: AUTH_TOKENS: entries 1 and 2 have the same secret[^\n]*\n$/);
   assert.not.ok(svc.stderr().includes(SECRET) || svc.stdout().includes(SECRET));
   assert.not.match(svc.stdout(), /listening/);

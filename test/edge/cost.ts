@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
  * Growth classes, never times: how much more one call costs when its input is `ratio` times larger. The figure is
  * the best of several batches at each size (the batch least disturbed by whatever else the shared machine runs).
  * A linear cost grows about `ratio` times (16 from 1 KiB to 16 KiB), a quadratic one about ratio² (256); the bound
- * asserted, 4 × ratio, sits between the two and is far from both.
+ * asserted sits between the two.
  */
 
 const TRIALS = 5;
@@ -42,11 +42,16 @@ export const perCallMsAsync = async (fn: () => Promise<unknown>, tries = 9): Pro
   return best;
 };
 
-/** Asserts that the cost grew no faster than linearly from `small` to `large` (inputs `ratio` times apart). */
-export const assertLinear = (label: string, small: number, large: number, ratio: number): void => {
+/**
+ * Asserts that the cost grew no faster than linearly from `small` to `large` (inputs `ratio` times apart): less than
+ * `slack` x ratio. A whole HTTP request carries a fixed cost (connection, headers, routing) that dilutes the growth
+ * of what the body costs, so requests are held to slack 2 (a quadratic parse of a 16 KiB body still shows 65x to
+ * 110x there); a bare function to the default 4.
+ */
+export const assertLinear = (label: string, small: number, large: number, ratio: number, slack = 4): void => {
   const growth = large / Math.max(small, 1e-6);
   assert.ok(
-    growth < 4 * ratio,
+    growth < slack * ratio,
     `${label}: ${ratio}x the input cost ${growth.toFixed(1)}x the time (${small.toFixed(4)} ms -> ${large.toFixed(4)} ms); linear is about ${ratio}x, quadratic ${ratio * ratio}x`,
   );
 };

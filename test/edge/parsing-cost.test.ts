@@ -53,7 +53,7 @@ for (const [shape, make] of bodies) {
     };
     const small = await cost(SMALL);
     const large = await cost(LARGE);
-    assertLinear(shape, small, large, RATIO);
+    assertLinear(shape, small, large, RATIO, 2);
   });
 }
 

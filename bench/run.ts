@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
 import { encodeCursor } from '../adapters/http/cursor.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
+import { jsonParseCost } from './json-parse.js';
 import type { PlantId } from '../domain/plant.js';
 import { freePort, redisBinary, startRedis } from '../harness/servers.js';
 
@@ -269,6 +270,7 @@ console.log(`machine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown cpu
 const medians = await sideBySide();
 await listScaling();
 await heap();
+jsonParseCost(smoke);
 await redisAuth();
 console.log(
   `\nsummary: GET ratio ${medians['GET /plants?limit=20']?.toFixed(2)}, POST ratio ${medians['POST /plants']?.toFixed(2)}`,

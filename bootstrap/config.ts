@@ -1,8 +1,10 @@
+import { hash } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import * as t from 'io-ts';
 import { defaultServerLimits } from '../adapters/http/server.js';
 import { isScope, type Scope } from '../domain/principal.js';
+import { jsonParser, numberSource, REPEATED_MEMBER } from '../adapters/http/json.js';
 
 /**
  * Every setting comes from the environment and is decoded here, once, at start-up. A bad value becomes one line
@@ -166,34 +168,73 @@ const EntryFields = t.type({
 });
 const PlainEntryC = t.intersection([t.type({ token: TokenSecret }), EntryFields]);
 const HashedEntryC = t.intersection([t.type({ sha256: Sha256Hex }), EntryFields]);
-/** The entry's secret member picks its codec, so an error speaks of the member that is there. */
-const TokenEntryC = (item: unknown) =>
-  typeof item === 'object' && item !== null && 'sha256' in item && !('token' in item)
-    ? HashedEntryC.decode(item)
-    : PlainEntryC.decode(item);
+const ENTRY_MEMBERS: readonly string[] = ['token', 'sha256', 'owner', 'subject', 'scopes'];
+const ENTRY_SHAPE = 'must be an object with "token" or "sha256", and "owner", "subject", "scopes"';
 
-const AuthTokensC = (raw: string): E.Either<string, readonly StaticTokenEntry[]> => {
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch {
-    return E.left('must be a JSON array of token entries');
+/**
+ * One entry: exactly one secret member picks its codec (so an error speaks of the member that is there), and any
+ * member not in ENTRY_MEMBERS is refused: a misspelt member ("scope", "sha-256") would otherwise be ignored silently.
+ */
+const TokenEntryC = (item: unknown): E.Either<string, StaticTokenEntry> => {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return E.left(ENTRY_SHAPE);
+  const unknownMember = Object.keys(item).find((key) => !ENTRY_MEMBERS.includes(key));
+  if (unknownMember !== undefined) {
+    return E.left(
+      `unknown member ${JSON.stringify(unknownMember.slice(0, 40))} (allowed: ${ENTRY_MEMBERS.join(', ')})`,
+    );
   }
+  const hasToken = Object.hasOwn(item, 'token');
+  const hasSha256 = Object.hasOwn(item, 'sha256');
+  if (hasToken && hasSha256) return E.left('give either "token" or "sha256", not both');
+  if (!hasToken && !hasSha256) return E.left(ENTRY_SHAPE);
+  const decoded: E.Either<t.Errors, StaticTokenEntry> = hasToken
+    ? E.map((e: t.TypeOf<typeof PlainEntryC>) => ({ ...fieldsOf(e), secret: { token: e.token } }))(
+        PlainEntryC.decode(item),
+      )
+    : E.map((e: t.TypeOf<typeof HashedEntryC>) => ({ ...fieldsOf(e), secret: { sha256: e.sha256 } }))(
+        HashedEntryC.decode(item),
+      );
+  return E.mapLeft((errors: t.Errors) => errors.map((e) => e.message).find((m) => m !== undefined) ?? ENTRY_SHAPE)(
+    decoded,
+  );
+};
+
+const fieldsOf = (e: t.TypeOf<typeof EntryFields>) => ({ owner: e.owner, subject: e.subject, scopes: e.scopes });
+
+/** The SHA-256 (lower-case hex) that an entry's secret is known by, whichever way it was given. */
+const secretHash = (entry: StaticTokenEntry): string =>
+  'token' in entry.secret ? hash('sha256', entry.secret.token, 'hex') : entry.secret.sha256;
+
+/** AUTH_TOKENS is parsed like a request body: duplicate members are refused, not silently resolved to the last. */
+const parseTokensJson = jsonParser({ numbers: numberSource, limits: { maxDepth: 8, maxValues: 1_000_000 } });
+
+/**
+ * The static token set. Anything ambiguous stops start-up: a repeated member, an entry with both secrets, a
+ * malformed sha256, an unknown member, or one secret listed twice (as two tokens, a token and its sha256, or two
+ * sha256 values in any letter case), which would otherwise let the last entry silently decide the principal.
+ */
+const AuthTokensC = (raw: string): E.Either<string, readonly StaticTokenEntry[]> => {
+  const parsed = parseTokensJson(Buffer.from(raw, 'utf8'));
+  if (E.isLeft(parsed)) {
+    // The parser's own messages may quote the text, which holds secrets: only the repeated member is named.
+    return E.left(
+      parsed.left.reason === REPEATED_MEMBER ? 'an entry repeats a member' : 'must be a JSON array of token entries',
+    );
+  }
+  const json = parsed.right;
   if (!Array.isArray(json)) return E.left('must be a JSON array of token entries');
   const entries: StaticTokenEntry[] = [];
-  for (const [i, item] of json.entries()) {
+  const entryOfSecret = new Map<string, number>();
+  for (const [i, item] of (json as unknown[]).entries()) {
     const decoded = TokenEntryC(item);
-    if (E.isLeft(decoded)) {
-      const message = decoded.left.map((e) => e.message).find((m) => m !== undefined);
-      return E.left(`entry ${i + 1}: ${message ?? 'needs "token" or "sha256", and "owner", "subject", "scopes"'}`);
+    if (E.isLeft(decoded)) return E.left(`entry ${i + 1}: ${decoded.left}`);
+    const secret = secretHash(decoded.right);
+    const earlier = entryOfSecret.get(secret);
+    if (earlier !== undefined) {
+      return E.left(`entries ${earlier + 1} and ${i + 1} have the same secret; list each secret once`);
     }
-    const entry = decoded.right;
-    entries.push({
-      secret: 'token' in entry ? { token: entry.token } : { sha256: entry.sha256 },
-      owner: entry.owner,
-      subject: entry.subject,
-      scopes: entry.scopes,
-    });
+    entryOfSecret.set(secret, i);
+    entries.push(decoded.right);
   }
   return E.right(entries);
 };

@@ -21,6 +21,7 @@ const inRange = (value: bigint): Int64Reading => (isInt64(value) ? { _tag: 'Int6
 const JSON_NUMBER = /^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/;
 /** 19 digits hold every int64; more significant digits than that (after trimming zeros) cannot be in range. */
 const MAX_DIGITS = 19;
+const ZERO = 0x30;
 
 /**
  * Reads a JSON number's source text (RFC 8259 grammar) as an exact integer. `7`, `7.0`, `7e0` and `70e-1` are all
@@ -31,15 +32,19 @@ export const int64FromJsonNumber = (text: string): Int64Reading => {
   const m = JSON_NUMBER.exec(text);
   if (m === null) return notAnInteger;
   const [, sign = '', whole = '', fraction = '', exponent = '0'] = m;
-  let digits = (whole + fraction).replace(/^0+/, '');
-  if (digits === '') return { _tag: 'Int64', value: 0n };
-  let scale = Number(exponent) - fraction.length; // value = digits * 10^scale
-  const trimmed = digits.replace(/0+$/, '');
-  scale += digits.length - trimmed.length;
-  digits = trimmed;
+  // Significant digits are digits[first..last]; found by index, never by a regex such as /0+$/ (which backtracks
+  // quadratically over a long run of zeros that is not at the end).
+  const digits = whole + fraction;
+  let first = 0;
+  while (first < digits.length && digits.charCodeAt(first) === ZERO) first++;
+  if (first === digits.length) return { _tag: 'Int64', value: 0n };
+  let last = digits.length - 1;
+  while (digits.charCodeAt(last) === ZERO) last--;
+  const significant = last - first + 1;
+  const scale = Number(exponent) - fraction.length + (digits.length - 1 - last); // value = significant * 10^scale
   if (scale < 0) return notAnInteger;
-  if (digits.length + scale > MAX_DIGITS) return outOfRange;
-  return inRange(BigInt(sign + digits + '0'.repeat(scale)));
+  if (significant + scale > MAX_DIGITS) return outOfRange;
+  return inRange(BigInt(sign + digits.slice(first, last + 1) + '0'.repeat(scale)));
 };
 
 const DECIMAL_INT64 = /^-?[0-9]{1,19}$/;

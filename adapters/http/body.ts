@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
-import { parse } from 'lossless-json';
 import type { HttpFailure } from './failures.js';
 
 type BodyFailure = Extract<HttpFailure, { _tag: 'UnsupportedMediaType' | 'PayloadTooLarge' | 'MalformedBody' }>;
@@ -47,26 +46,4 @@ export const readBody = (req: IncomingMessage, limit: number): Promise<E.Either<
     const onGone = (): void => finish(undefined);
     req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
   });
-};
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/**
- * Parses JSON with lossless-json: every number stays its exact source text (a LosslessNumber), so an int64 beyond
- * 2^53 is never rounded; `__proto__` and duplicate members cannot reach an object's prototype.
- */
-export const parseJson = (bytes: Buffer): E.Either<BodyFailure, unknown> => {
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch {
-    return E.left({ _tag: 'MalformedBody', reason: 'must be UTF-8 encoded' });
-  }
-  try {
-    return E.right(parse(text));
-  } catch (e) {
-    if (e instanceof RangeError) return E.left({ _tag: 'MalformedBody', reason: 'is nested too deeply' });
-    if (e instanceof SyntaxError) return E.left({ _tag: 'MalformedBody', reason: `must be valid JSON (${e.message})` });
-    throw e;
-  }
 };

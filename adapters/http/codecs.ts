@@ -143,6 +143,23 @@ export const decodeListQuery = (
   });
 };
 
+const allOrNothing = (values: string[]): string | string[] | undefined =>
+  values.length === 0 ? undefined : values.length === 1 ? values[0] : values;
+
+/**
+ * `limit` and `cursor` of GET /plants from the raw query string (`?...`, or empty). Every parameter is read
+ * (URLSearchParams, linear in the query's length, which Node's header size limit bounds), never a truncated view:
+ * polka's `req.query` (querystring) stops at 1000 parameters, so a `limit` after them would go unseen.
+ */
+export const decodeListSearch = (search: string): E.Either<FieldRuleBroken, ListQueryInput> => {
+  if (search.length <= 1) return E.right(noQuery);
+  const params = new URLSearchParams(search);
+  return decodeListQuery({
+    limit: allOrNothing(params.getAll('limit')),
+    cursor: allOrNothing(params.getAll('cursor')),
+  });
+};
+
 const PathId = field('id', (key, u) => (typeof u === 'string' ? PlantId.fromDecimal(key, u) : E.left(PlantId.rule)));
 
 /** `{id}` of /plants/{id}: a decimal int64. */

@@ -3,6 +3,7 @@ import { NAME_MAX, TAG_MAX } from '../../domain/plant.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../application/use-cases/list-plants.js';
 import { TOKEN_MAX } from './auth.js';
 import { RETRY_AFTER_SECONDS } from './failures.js';
+import { JSON_LIMITS } from './json.js';
 
 /**
  * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:
@@ -93,7 +94,7 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
             },
           },
           '400': error(
-            '`limit` or `cursor` is not valid, or given more than once; `message` names the parameter and the rule.',
+            '`limit` or `cursor` is not valid, or given more than once (every parameter of the query is read, however many there are); `message` names the parameter and the rule.',
           ),
           ...authFailures,
           ...rateLimited,
@@ -108,7 +109,7 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
         security: [{ bearer: ['plants:write'] }],
         requestBody: {
           required: true,
-          description: `At most ${bodyLimit} bytes of UTF-8 JSON. Members other than id, name and tag are ignored: not stored, not echoed.`,
+          description: `At most ${bodyLimit} bytes of UTF-8 JSON, objects and arrays nested at most ${JSON_LIMITS.maxDepth} deep, at most ${JSON_LIMITS.maxValues} object members and array elements in all, no member name repeated. Members other than id, name and tag are ignored: not stored, not echoed.`,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
         },
         responses: {
@@ -118,7 +119,7 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Plant' } } },
           },
           '400': error(
-            'The body is not JSON, not an object, or breaks a field rule; `message` names the field and the rule, e.g. "name: must be 1 to 200 characters".',
+            `The body is not UTF-8 JSON, repeats a member name, nests deeper than ${JSON_LIMITS.maxDepth}, holds more than ${JSON_LIMITS.maxValues} members and elements, is not an object, or breaks a field rule; \`message\` names the field and the rule, e.g. "name: must be 1 to 200 characters".`,
           ),
           ...authFailures,
           ...rateLimited,
@@ -211,7 +212,7 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
       bearer: {
         type: 'http',
         scheme: 'bearer',
-        description: `Authorization: Bearer <token>; the scheme name is case-insensitive, the token is an RFC 6750 b64token of at most ${TOKEN_MAX} characters. Scopes: plants:read (list), plants:write (create, delete).`,
+        description: `Authorization: Bearer <token>; the scheme name is case-insensitive and followed by one or more spaces, the token is an RFC 6750 b64token of at most ${TOKEN_MAX} characters. Scopes: plants:read (list), plants:write (create, delete).`,
       },
     },
     schemas: {

@@ -1,8 +1,9 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { Application } from '../../../application/application.js';
 import { createPlantScope } from '../../../application/use-cases/create-plant.js';
-import { isJsonContentType, parseJson, readBody } from '../body.js';
+import { isJsonContentType, readBody } from '../body.js';
 import { decodeNewPlant } from '../codecs.js';
+import { parseJson } from '../json.js';
 import type { Authorize } from '../pipeline.js';
 import { plantJson } from '../plant-json.js';
 import type { Handler, Responder } from '../respond.js';

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { Application } from '../../../application/application.js';
 import { listPlantsScope } from '../../../application/use-cases/list-plants.js';
-import { decodeListQuery } from '../codecs.js';
+import { decodeListSearch } from '../codecs.js';
 import { encodeCursor } from '../cursor.js';
 import type { Authorize } from '../pipeline.js';
 import { plantsJson } from '../plant-json.js';
@@ -13,7 +13,7 @@ export const listPlantsHandler =
   async (req, res) => {
     const principal = await authorize(req, res, listPlantsScope);
     if (principal === undefined) return;
-    const query = decodeListQuery(req.query);
+    const query = decodeListSearch(req.search);
     if (E.isLeft(query)) return fail(req, res, query.left);
     const page = await app.listPlants(principal, query.right)();
     if (E.isLeft(page)) return fail(req, res, page.left);

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import type { HttpSettings } from '../../adapters/http/app.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { sha256, staticTokenVerifier } from '../../adapters/tokens/static/static-token-verifier.js';
-import { buildApp, type Ports } from '../../bootstrap/build-app.js';
+import { buildApp, type ApplicationSettings, type Ports } from '../../bootstrap/build-app.js';
 import type { Principal, Scope } from '../../domain/principal.js';
 import { freshOwner, principal } from './fixtures.js';
 import { conformance } from './openapi-conformance.js';
@@ -53,7 +53,9 @@ const scopesOf: Record<Who, Scope[]> = {
  * Starts the real HTTP service (bootstrap's buildApp, real polka, real pino) on a free loopback port, over memory
  * storage unless another repository is given. Every response of `call` is checked against /openapi.json.
  */
-export const startService = async (overrides: Partial<Ports & HttpSettings> = {}): Promise<Service> => {
+export const startService = async (
+  overrides: Partial<Ports & ApplicationSettings & HttpSettings> = {},
+): Promise<Service> => {
   const aliceOwner = freshOwner('alice');
   const who = Object.keys(scopesOf) as Who[];
   const principals = Object.fromEntries(
@@ -71,7 +73,7 @@ export const startService = async (overrides: Partial<Ports & HttpSettings> = {}
       done();
     },
   });
-  const deps: Ports & HttpSettings = {
+  const deps: Ports & ApplicationSettings & HttpSettings = {
     plants: memoryPlantRepository(),
     tokens: staticTokenVerifier(who.map((w) => ({ sha256: sha256(tokens[w]), principal: principals[w] }))),
     logger: pino({ level: 'info', base: null }, sink),
@@ -197,14 +199,18 @@ export const serviceSuite = (name: string, overrides: Partial<Ports & HttpSettin
  * HTTP tests over one storage backend: the real service on that backend's repository. A backend whose server is
  * missing here registers the tests as skipped, with the reason.
  */
-export const httpSuite = (title: string, backend: StorageBackend) => {
+export const httpSuite = (
+  title: string,
+  backend: StorageBackend,
+  settings: Partial<ApplicationSettings & HttpSettings> = {},
+) => {
   const make = backend.setup;
   return serviceTests(
     `${title} [${backend.name}]`,
     typeof make === 'function'
       ? async () => {
           const { repo, teardown } = await make();
-          const svc = await startService({ plants: repo });
+          const svc = await startService({ ...settings, plants: repo });
           return {
             svc,
             teardown: async () => {

@@ -1,7 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { buildApp } from './build-app.js';
-import { connectBackends } from './backends.js';
+import { getHeapStatistics } from 'node:v8';
+import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
+import { connectBackends, memoryMaxPlants } from './backends.js';
 import { ConfigError, loadConfig } from './config.js';
 
 /** Starts the service: the only file that reads the environment. */
@@ -18,15 +20,38 @@ const main = async (): Promise<void> => {
   }
   if (config.storage.kind === 'memory') {
     logger.warn({ storage: 'memory' }, 'in-memory storage: every plant is lost when the process exits');
+    const bound = memoryMaxPlants(config.storage);
+    const heapHolds = memoryCapacity(getHeapStatistics().heap_size_limit);
+    if (bound > heapHolds) {
+      logger.warn(
+        { maxPlants: bound, heapHolds },
+        'MEMORY_MAX_PLANTS is above what the heap holds at worst; the process may run out of memory before the store is full',
+      );
+    }
   }
 
-  const server = buildApp({ ...backends, logger, bodyLimit: config.bodyLimit });
+  const server = buildApp({
+    ...backends,
+    logger,
+    bodyLimit: config.bodyLimit,
+    maxPlantsPerOwner: config.maxPlantsPerOwner,
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen({ port: config.port, ...(config.host === undefined ? {} : { host: config.host }) }, resolve);
   });
   const { address, port } = server.address() as AddressInfo;
-  logger.info({ address, port, storage: config.storage.kind, auth: config.auth.kind }, 'listening');
+  logger.info(
+    {
+      address,
+      port,
+      storage: config.storage.kind,
+      auth: config.auth.kind,
+      maxPlantsPerOwner: config.maxPlantsPerOwner,
+      ...(config.storage.kind === 'memory' ? { memoryMaxPlants: memoryMaxPlants(config.storage) } : {}),
+    },
+    'listening',
+  );
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

@@ -6,7 +6,7 @@ import type { InvalidToken, TokenStoreUnavailable } from './errors.js';
 import type { RateDecision } from './ports/rate-limiter.js';
 import type { RateLimited } from './use-cases/admit-request.js';
 import type { Backend } from './use-cases/check-readiness.js';
-import type { CreatePlantError } from './use-cases/create-plant.js';
+import type { CreatedPlant, CreatePlantError } from './use-cases/create-plant.js';
 import type { DeletePlantError } from './use-cases/delete-plant.js';
 import type { ListPlantsError, ListPlantsQuery, PlantListPage } from './use-cases/list-plants.js';
 
@@ -21,7 +21,7 @@ export interface Application {
   readonly authenticate: (token: string) => TaskEither<InvalidToken | TokenStoreUnavailable, Principal>;
   /** Charges a request to the principal's rate allowance; `none` when no limit applies or none could be decided. */
   readonly admit: (principal: Principal) => TaskEither<RateLimited, O.Option<RateDecision>>;
-  readonly createPlant: (principal: Principal, candidate: Plant) => TaskEither<CreatePlantError, Plant>;
+  readonly createPlant: (principal: Principal, candidate: Plant) => TaskEither<CreatePlantError, CreatedPlant>;
   readonly listPlants: (principal: Principal, query: ListPlantsQuery) => TaskEither<ListPlantsError, PlantListPage>;
   readonly deletePlant: (principal: Principal, id: PlantId) => TaskEither<DeletePlantError, void>;
   /** The backends that do not answer now, by name; empty when ready. */

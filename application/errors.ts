@@ -5,6 +5,11 @@ export interface StorageUnavailable {
   readonly _tag: 'StorageUnavailable';
 }
 
+/** The plant store has no room for another plant, whoever asks: its capacity, not an owner's quota. */
+export interface StorageFull {
+  readonly _tag: 'StorageFull';
+}
+
 /** The token store did not answer in time, or at all. Never read as "token unknown". */
 export interface TokenStoreUnavailable {
   readonly _tag: 'TokenStoreUnavailable';
@@ -21,6 +26,7 @@ export interface InvalidToken {
 }
 
 export const storageUnavailable: StorageUnavailable = { _tag: 'StorageUnavailable' };
+export const storageFull: StorageFull = { _tag: 'StorageFull' };
 export const tokenStoreUnavailable: TokenStoreUnavailable = { _tag: 'TokenStoreUnavailable' };
 export const rateLimiterUnavailable: RateLimiterUnavailable = { _tag: 'RateLimiterUnavailable' };
 export const invalidToken: InvalidToken = { _tag: 'InvalidToken' };

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { getHeapStatistics } from 'node:v8';
 import * as E from 'fp-ts/lib/Either.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../application/ports/logger.js';
@@ -10,12 +11,13 @@ import { SCOPES } from '../domain/principal.js';
 import { memoryRateLimiter } from '../adapters/rate-limit/memory/memory-rate-limiter.js';
 import { redisRateLimiter } from '../adapters/rate-limit/redis/redis-rate-limiter.js';
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
+import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
 import { mongoPlantStore } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { jwtTokenVerifier } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { sha256, staticTokenVerifier, type StaticToken } from '../adapters/tokens/static/static-token-verifier.js';
-import { ConfigError, type Config, type StaticTokenEntry } from './config.js';
+import { ConfigError, type Config, type MemoryConfig, type StaticTokenEntry } from './config.js';
 
 /** The adapters the configuration chose, connected, and how to close them. */
 export interface Backends {
@@ -48,6 +50,10 @@ const staticTokens = (configured: readonly StaticTokenEntry[] | undefined) => {
   return { tokens: staticTokenVerifier([local]), generatedToken: token };
 };
 
+/** The in-memory store's total bound: MEMORY_MAX_PLANTS, or what this process's heap limit holds at worst. */
+export const memoryMaxPlants = (storage: MemoryConfig): number =>
+  storage.maxPlants ?? memoryCapacity(getHeapStatistics().heap_size_limit);
+
 /** Chooses and connects the adapters that the configuration names; the only place that choice is made. */
 export const connectBackends = async (config: Config, logger: Logger): Promise<Backends> => {
   const closers: Array<() => Promise<void>> = [];
@@ -70,7 +76,7 @@ export const connectBackends = async (config: Config, logger: Logger): Promise<B
     const storage = config.storage;
     switch (storage.kind) {
       case 'memory':
-        return memoryPlantRepository();
+        return memoryPlantRepository({ maxPlants: memoryMaxPlants(storage) });
       case 'mongodb': {
         let store: ReturnType<typeof mongoPlantStore>;
         try {

@@ -11,7 +11,7 @@ import type { TokenVerifier } from '../application/ports/token-verifier.js';
 import { admitRequest } from '../application/use-cases/admit-request.js';
 import { authenticate } from '../application/use-cases/authenticate.js';
 import { checkReadiness } from '../application/use-cases/check-readiness.js';
-import { createPlant } from '../application/use-cases/create-plant.js';
+import { createPlant, type CreatePlantSettings } from '../application/use-cases/create-plant.js';
 import { deletePlant } from '../application/use-cases/delete-plant.js';
 import { listPlants } from '../application/use-cases/list-plants.js';
 
@@ -24,8 +24,11 @@ export interface Ports {
   readonly limiter?: RateLimiter;
 }
 
+/** The application's own settings (from bootstrap/config.ts); absent ones take the use cases' defaults. */
+export type ApplicationSettings = CreatePlantSettings;
+
 /** The composition root of the application: every use case bound to its ports. */
-export const buildApplication = (ports: Ports): Application => ({
+export const buildApplication = (ports: Ports & ApplicationSettings): Application => ({
   authenticate: authenticate(ports),
   admit:
     ports.limiter === undefined
@@ -51,5 +54,7 @@ export const buildServer = (
 };
 
 /** Already-built adapters in, an HTTP server out: what main, the tests and the bench start. */
-export const buildApp = (deps: Ports & HttpSettings, limits: ServerLimits = defaultServerLimits): Server =>
-  buildServer(buildApplication(deps), deps, limits);
+export const buildApp = (
+  deps: Ports & ApplicationSettings & HttpSettings,
+  limits: ServerLimits = defaultServerLimits,
+): Server => buildServer(buildApplication(deps), deps, limits);

@@ -27,7 +27,9 @@ export interface Config {
   readonly bodyLimit: number;
   readonly serverLimits: ServerLimitsConfig;
   readonly shutdownTimeoutMs: number;
-  readonly storage: { readonly kind: 'memory' } | MongoConfig;
+  readonly storage: MemoryConfig | MongoConfig;
+  /** How many plants one owner may keep; 0: no bound. */
+  readonly maxPlantsPerOwner: number;
   readonly auth: AuthConfig;
   readonly rateLimit: RateLimitConfig;
 }
@@ -66,6 +68,12 @@ export interface RateLimitConfig {
   readonly store: 'memory' | 'redis';
   readonly redisUrl: string;
   readonly timeoutMs: number;
+}
+
+export interface MemoryConfig {
+  readonly kind: 'memory';
+  /** The store's total bound (MEMORY_MAX_PLANTS); undefined: derived from the heap limit at start-up. */
+  readonly maxPlants: number | undefined;
 }
 
 export interface MongoConfig {
@@ -356,6 +364,18 @@ export const variables = {
   },
   MONGODB_JOURNAL: { name: 'MONGODB_JOURNAL', read: BooleanC, fallback: true, example: 'true' },
   STORAGE_TIMEOUT_MS: { name: 'STORAGE_TIMEOUT_MS', read: integer(50, 60_000), fallback: 2000, example: '2000' },
+  MAX_PLANTS_PER_OWNER: {
+    name: 'MAX_PLANTS_PER_OWNER',
+    read: integer(0, 1_000_000_000),
+    fallback: 10_000,
+    example: '10000',
+  },
+  MEMORY_MAX_PLANTS: {
+    name: 'MEMORY_MAX_PLANTS',
+    read: integer(1, 1_000_000_000),
+    fallback: undefined as number | undefined,
+    example: '1000000',
+  },
   AUTH: {
     name: 'AUTH',
     read: oneOf(['static', 'redis', 'jwt'] as const),
@@ -444,7 +464,7 @@ export const loadConfig = (env: Env): Config => {
     shutdownTimeoutMs: get(env, variables.SHUTDOWN_TIMEOUT_MS),
     storage:
       storageKind === 'memory'
-        ? { kind: 'memory' }
+        ? { kind: 'memory', maxPlants: get(env, variables.MEMORY_MAX_PLANTS) }
         : {
             kind: 'mongodb',
             uri: get(env, variables.MONGODB_URI),
@@ -453,6 +473,7 @@ export const loadConfig = (env: Env): Config => {
             writeConcern: get(env, variables.MONGODB_WRITE_CONCERN),
             journal: get(env, variables.MONGODB_JOURNAL),
           },
+    maxPlantsPerOwner: get(env, variables.MAX_PLANTS_PER_OWNER),
     auth: loadAuth(env),
     rateLimit: {
       max: get(env, variables.RATE_LIMIT_MAX),

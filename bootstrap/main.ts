@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { defaultServerLimits } from '../adapters/http/server.js';
 import { buildApp } from './build-app.js';
-import { connectBackends } from './backends.js';
+import { getHeapStatistics } from 'node:v8';
+import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
+import { connectBackends, memoryMaxPlants } from './backends.js';
 import { ConfigError, loadConfig } from './config.js';
 
 /** Starts the service: the only file that reads the environment. */
@@ -23,10 +25,18 @@ const main = async (): Promise<void> => {
       { storage: 'memory' },
       'in-memory storage: every plant is lost when the process exits, and no other process sees it (run one process only, or STORAGE=mongodb)',
     );
+    const bound = memoryMaxPlants(config.storage);
+    const heapHolds = memoryCapacity(getHeapStatistics().heap_size_limit);
+    if (bound > heapHolds) {
+      logger.warn(
+        { maxPlants: bound, heapHolds },
+        'MEMORY_MAX_PLANTS is above what the heap holds at worst; the process may run out of memory before the store is full',
+      );
+    }
   }
 
   const server = buildApp(
-    { ...backends, logger, bodyLimit: config.bodyLimit },
+    { ...backends, logger, bodyLimit: config.bodyLimit, maxPlantsPerOwner: config.maxPlantsPerOwner },
     { ...defaultServerLimits, ...config.serverLimits },
   );
   await new Promise<void>((resolve, reject) => {
@@ -34,7 +44,17 @@ const main = async (): Promise<void> => {
     server.listen({ port: config.port, ...(config.host === undefined ? {} : { host: config.host }) }, resolve);
   });
   const { address, port } = server.address() as AddressInfo;
-  logger.info({ address, port, storage: config.storage.kind, auth: config.auth.kind }, 'listening');
+  logger.info(
+    {
+      address,
+      port,
+      storage: config.storage.kind,
+      auth: config.auth.kind,
+      maxPlantsPerOwner: config.maxPlantsPerOwner,
+      ...(config.storage.kind === 'memory' ? { memoryMaxPlants: memoryMaxPlants(config.storage) } : {}),
+    },
+    'listening',
+  );
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

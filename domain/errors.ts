@@ -17,5 +17,16 @@ export interface PlantNotFound {
   readonly _tag: 'PlantNotFound';
 }
 
+/**
+ * The owner already keeps as many plants as it may (its quota): nothing was stored. `limit` and `used` are that
+ * owner's own figures, never another's.
+ */
+export interface QuotaExceeded {
+  readonly _tag: 'QuotaExceeded';
+  readonly limit: number;
+  readonly used: number;
+}
+
 export const plantConflict: PlantConflict = { _tag: 'PlantConflict' };
 export const plantNotFound: PlantNotFound = { _tag: 'PlantNotFound' };
+export const quotaExceeded = (limit: number, used: number): QuotaExceeded => ({ _tag: 'QuotaExceeded', limit, used });

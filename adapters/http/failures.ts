@@ -1,7 +1,8 @@
-import type { InvalidToken, StorageUnavailable, TokenStoreUnavailable } from '../../application/errors.js';
+import type { InvalidToken, StorageFull, StorageUnavailable, TokenStoreUnavailable } from '../../application/errors.js';
 import type { RateDecision } from '../../application/application.js';
 import type { RateLimited } from '../../application/use-cases/admit-request.js';
-import type { FieldRuleBroken, PlantConflict, PlantNotFound } from '../../domain/errors.js';
+import type { QuotaUsage } from '../../application/use-cases/create-plant.js';
+import type { FieldRuleBroken, PlantConflict, PlantNotFound, QuotaExceeded } from '../../domain/errors.js';
 import type { MissingScope } from '../../domain/principal.js';
 
 /** Failures that only exist at the HTTP edge. */
@@ -31,6 +32,8 @@ export type Failure =
   | MissingScope
   | InvalidToken
   | RateLimited
+  | QuotaExceeded
+  | StorageFull
   | StorageUnavailable
   | TokenStoreUnavailable;
 
@@ -59,6 +62,12 @@ export const rateLimitHeaders = (d: RateDecision): Record<string, string> => ({
   'ratelimit-reset': String(d.resetSeconds),
 });
 
+/** The caller's own owner's figures against its quota (POST /plants, when a quota applies). */
+export const quotaHeaders = (q: QuotaUsage): Record<string, string> => ({
+  'quota-limit': String(q.limit),
+  'quota-used': String(q.used),
+});
+
 /** The one place where a failure becomes a status, a message and headers. */
 export const toResponse = (failure: Failure): FailureResponse => {
   switch (failure._tag) {
@@ -84,6 +93,13 @@ export const toResponse = (failure: Failure): FailureResponse => {
         message: `authorization: the token lacks the scope ${failure.scope}`,
         headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${failure.scope}"` },
       };
+    case 'QuotaExceeded':
+      // 403 without a WWW-Authenticate challenge: no other token would help; deleting plants would.
+      return {
+        status: 403,
+        message: `quota: the owner keeps ${failure.used} plants and may keep at most ${failure.limit}; delete some to create more`,
+        headers: quotaHeaders(failure),
+      };
     case 'PlantNotFound':
       return { status: 404, message: 'id: no plant with this id' };
     case 'RouteNotFound':
@@ -106,6 +122,8 @@ export const toResponse = (failure: Failure): FailureResponse => {
       };
     case 'UnsupportedMediaType':
       return { status: 415, message: 'content-type: must be application/json' };
+    case 'StorageFull':
+      return { status: 507, message: 'storage: the store is full; no plant can be created until plants are deleted' };
     case 'InternalError':
       return { status: 500, message: 'internal error' };
     case 'NotReady':

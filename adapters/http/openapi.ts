@@ -25,6 +25,12 @@ const commonHeaders = {
   'X-Content-Type-Options': { $ref: '#/components/headers/X-Content-Type-Options' },
 };
 
+/** The caller's own owner's figures against its quota; never another owner's. */
+const quotaHeaders = {
+  'Quota-Limit': { $ref: '#/components/headers/Quota-Limit' },
+  'Quota-Used': { $ref: '#/components/headers/Quota-Used' },
+};
+
 const authFailures = {
   '401': { $ref: '#/components/responses/Unauthorized' },
   '403': { $ref: '#/components/responses/Forbidden' },
@@ -114,14 +120,16 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
         },
         responses: {
           '200': {
-            description: 'The stored plant.',
-            headers: commonHeaders,
+            description:
+              "The stored plant. With a quota (MAX_PLANTS_PER_OWNER, on by default), Quota-Limit and Quota-Used give the owner's own figures.",
+            headers: { ...commonHeaders, ...quotaHeaders },
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Plant' } } },
           },
           '400': error(
             `The body is not UTF-8 JSON, repeats a member name, nests deeper than ${JSON_LIMITS.maxDepth}, holds more than ${JSON_LIMITS.maxValues} members and elements, is not an object, or breaks a field rule; \`message\` names the field and the rule, e.g. "name: must be 1 to 200 characters".`,
           ),
-          ...authFailures,
+          '401': { $ref: '#/components/responses/Unauthorized' },
+          '403': { $ref: '#/components/responses/ForbiddenOrQuotaExceeded' },
           ...rateLimited,
           '409': error('The owner already has a plant with this id and a different name or tag; nothing was changed.'),
           '413': error(`The body is larger than ${bodyLimit} bytes; it is not read, and the connection is closed.`),
@@ -129,6 +137,9 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
             'Content-Type is not application/json (parameters such as charset=utf-8 are allowed; another charset is not).',
           ),
           ...serverFailures,
+          '507': error(
+            'The store is full for every owner (in-memory storage: MEMORY_MAX_PLANTS, by default derived from the heap the process may use); nothing was changed. Retrying helps only once plants are deleted.',
+          ),
         },
       },
     },
@@ -282,6 +293,16 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
         schema: { type: 'string', pattern: '^[0-9]+$', default: String(RETRY_AFTER_SECONDS) },
       },
       'WWW-Authenticate': { required: true, schema: { type: 'string', pattern: '^Bearer realm="plants"' } },
+      'Quota-Limit': {
+        description:
+          "How many plants the caller's owner may keep (MAX_PLANTS_PER_OWNER). Present on POST /plants answers 200 and 403 (quota) while a quota is configured.",
+        schema: { type: 'string', pattern: '^[0-9]+$' },
+      },
+      'Quota-Used': {
+        description:
+          "How many plants the caller's owner keeps, as counted while this request was served (creates of the same owner running at the same time may not be included yet). Present with Quota-Limit.",
+        schema: { type: 'string', pattern: '^[0-9]+$' },
+      },
     },
     responses: {
       Unauthorized: error(
@@ -291,6 +312,16 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
       Forbidden: error(
         'The token lacks the scope: `WWW-Authenticate: Bearer realm="plants", error="insufficient_scope", scope="plants:write"` (or plants:read).',
         { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
+      ),
+      ForbiddenOrQuotaExceeded: error(
+        'Either the token lacks the scope plants:write: `WWW-Authenticate: Bearer realm="plants", error="insufficient_scope", scope="plants:write"`; or the caller\'s owner already keeps as many plants as its quota allows (MAX_PLANTS_PER_OWNER): no WWW-Authenticate, Quota-Limit and Quota-Used give the figures, `message` starts with "quota:", and nothing was stored. A retried create of a plant already stored still answers 200, and deleting a plant frees room at once.',
+        {
+          'WWW-Authenticate': {
+            description: 'Present when the scope is missing; absent when the quota is exceeded.',
+            schema: { type: 'string', pattern: '^Bearer realm="plants"' },
+          },
+          ...quotaHeaders,
+        },
       ),
       NotFound: error('Unknown path.'),
       MethodNotAllowed: error('Known path, method it does not have.', {

@@ -1,12 +1,20 @@
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
 import type { Owner, Plant, PlantId } from '../../domain/plant.js';
-import type { StorageUnavailable } from '../errors.js';
+import type { StorageFull, StorageUnavailable } from '../errors.js';
 
 /**
  * What `insert` found. `Exists` carries the plant that was already stored under that owner and id (read in the
- * same step that refused the insert), so the caller can tell a retried create from a conflicting one.
+ * same step that refused the insert), so the caller can tell a retried create from a conflicting one. `OwnerFull`:
+ * the owner already keeps `maxPlants` plants (or more) and has none with this id. When `insert` was given a finite
+ * `maxPlants`, `Inserted` and `Exists` carry `count` too: the owner's plants as the store counted them in this call.
  */
-export type InsertOutcome = { readonly _tag: 'Inserted' } | { readonly _tag: 'Exists'; readonly stored: Plant };
+export type InsertOutcome =
+  | { readonly _tag: 'Inserted'; readonly count?: number }
+  | { readonly _tag: 'Exists'; readonly stored: Plant; readonly count?: number }
+  | { readonly _tag: 'OwnerFull'; readonly count: number };
+
+/** `maxPlants` for an owner without a bound. */
+export const NO_PLANT_LIMIT = Number.POSITIVE_INFINITY;
 
 export interface PlantPage {
   /** Ascending by id, at most `limit` plants. */
@@ -20,8 +28,17 @@ export interface PlantPage {
  * Every adapter passes test/contracts/plant-repository.contract.ts.
  */
 export interface PlantRepository {
-  /** Stores the plant unless the owner has one with its id; durable before it resolves `Inserted`. */
-  readonly insert: (owner: Owner, plant: Plant) => TaskEither<StorageUnavailable, InsertOutcome>;
+  /**
+   * Stores the plant unless the owner has one with its id (`Exists`, however many plants the owner keeps) or already
+   * keeps `maxPlants` plants (`OwnerFull`; default: no bound). Atomic against every other call, from any process:
+   * concurrent inserts never leave an owner with more than `maxPlants` plants, and a plant removed frees its room at
+   * once. `StorageFull` when the store itself has no room, whatever the owner. Durable before it resolves `Inserted`.
+   */
+  readonly insert: (
+    owner: Owner,
+    plant: Plant,
+    maxPlants?: number,
+  ) => TaskEither<StorageUnavailable | StorageFull, InsertOutcome>;
   /** The owner's plants with id greater than `after` (all when undefined), ascending, O(limit + log n). */
   readonly page: (owner: Owner, after: PlantId | undefined, limit: number) => TaskEither<StorageUnavailable, PlantPage>;
   /** Deletes the owner's plant with that id; `true` when there was one. */

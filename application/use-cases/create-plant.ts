@@ -1,27 +1,57 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
-import { plantConflict, type PlantConflict } from '../../domain/errors.js';
+import { plantConflict, quotaExceeded, type PlantConflict, type QuotaExceeded } from '../../domain/errors.js';
 import { samePlant, type Plant } from '../../domain/plant.js';
 import { requireScope, type MissingScope, type Principal, type Scope } from '../../domain/principal.js';
-import type { StorageUnavailable } from '../errors.js';
-import type { PlantRepository } from '../ports/plant-repository.js';
+import type { StorageFull, StorageUnavailable } from '../errors.js';
+import { NO_PLANT_LIMIT, type PlantRepository } from '../ports/plant-repository.js';
 
 export const createPlantScope: Scope = 'plants:write';
 
-export type CreatePlantError = MissingScope | PlantConflict | StorageUnavailable;
+export type CreatePlantError = MissingScope | PlantConflict | QuotaExceeded | StorageUnavailable | StorageFull;
+
+/** The owner's figures against its quota: how many plants it may keep, and how many it keeps. */
+export interface QuotaUsage {
+  readonly limit: number;
+  readonly used: number;
+}
+
+export interface CreatedPlant {
+  /** The plant as stored (the stored one, for a retried create). */
+  readonly plant: Plant;
+  /** The caller's own owner's usage; absent when no quota applies. */
+  readonly quota?: QuotaUsage;
+}
+
+export interface CreatePlantSettings {
+  /** How many plants one owner may keep; 0 or absent: no bound. */
+  readonly maxPlantsPerOwner?: number;
+}
 
 /**
- * Stores a new plant for the principal's owner. Creating a plant that is already stored exactly so is a safe retry
- * and answers the stored plant; the same id with another name or tag is a conflict and changes nothing.
+ * Stores a new plant for the principal's owner. The rules, in order: a plant already stored exactly so is a safe
+ * retry and answers the stored plant, and the same id with another name or tag is a conflict, both whatever the
+ * owner's count (so a retry still succeeds at the quota); only a new plant needs room, and an owner that already
+ * keeps `maxPlantsPerOwner` plants is refused with its figures. The store checks id and room in one atomic step.
  */
 export const createPlant =
-  ({ plants }: { readonly plants: PlantRepository }) =>
-  (principal: Principal, candidate: Plant): TaskEither<CreatePlantError, Plant> =>
+  ({ plants, maxPlantsPerOwner = 0 }: { readonly plants: PlantRepository } & CreatePlantSettings) =>
+  (principal: Principal, candidate: Plant): TaskEither<CreatePlantError, CreatedPlant> =>
   async () => {
     const allowed = requireScope(principal, createPlantScope);
     if (E.isLeft(allowed)) return allowed;
-    const outcome = await plants.insert(principal.owner, candidate)();
+    const bounded = maxPlantsPerOwner > 0;
+    const outcome = await plants.insert(principal.owner, candidate, bounded ? maxPlantsPerOwner : NO_PLANT_LIMIT)();
     if (E.isLeft(outcome)) return outcome;
-    if (outcome.right._tag === 'Inserted') return E.right(candidate);
-    return samePlant(outcome.right.stored, candidate) ? E.right(outcome.right.stored) : E.left(plantConflict);
+    const found = outcome.right;
+    const created = (plant: Plant, count: number | undefined): CreatedPlant =>
+      bounded && count !== undefined ? { plant, quota: { limit: maxPlantsPerOwner, used: count } } : { plant };
+    switch (found._tag) {
+      case 'Inserted':
+        return E.right(created(candidate, found.count));
+      case 'Exists':
+        return samePlant(found.stored, candidate) ? E.right(created(found.stored, found.count)) : E.left(plantConflict);
+      case 'OwnerFull':
+        return E.left(quotaExceeded(maxPlantsPerOwner, found.count));
+    }
   };

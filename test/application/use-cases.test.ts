@@ -25,7 +25,7 @@ const create = suite('create-plant');
 create('stores the plant for the principal’s owner and answers it', async () => {
   const { plants, create: run } = setup();
   const alice = principal();
-  assert.equal(await right(run(alice, aPlant(1n, 'Fern', 'green'))), aPlant(1n, 'Fern', 'green'));
+  assert.equal(await right(run(alice, aPlant(1n, 'Fern', 'green'))), { plant: aPlant(1n, 'Fern', 'green') });
   assert.equal((await right(plants.page(alice.owner, undefined, 10))).plants, [aPlant(1n, 'Fern', 'green')]);
 });
 
@@ -40,7 +40,7 @@ create('a retried create of the same plant answers the stored plant', async () =
   const { create: run } = setup();
   const alice = principal();
   await right(run(alice, aPlant(1n, 'Fern')));
-  assert.equal(await right(run(alice, aPlant(1n, 'Fern'))), aPlant(1n, 'Fern'));
+  assert.equal(await right(run(alice, aPlant(1n, 'Fern'))), { plant: aPlant(1n, 'Fern') });
 });
 
 create('the same id with another name or tag is a conflict and the stored plant is unchanged', async () => {
@@ -56,7 +56,7 @@ create('the same id with another name or tag is a conflict and the stored plant 
 create('another owner may use the same id', async () => {
   const { create: run } = setup();
   await right(run(principal(), aPlant(7n, 'of alice')));
-  assert.equal(await right(run(principal(), aPlant(7n, 'of bob'))), aPlant(7n, 'of bob'));
+  assert.equal(await right(run(principal(), aPlant(7n, 'of bob'))), { plant: aPlant(7n, 'of bob') });
 });
 
 create('a store that does not answer is StorageUnavailable', async () => {
@@ -66,6 +66,75 @@ create('a store that does not answer is StorageUnavailable', async () => {
 });
 
 create.run();
+
+const quota = suite('create-plant under a quota (maxPlantsPerOwner)');
+
+const withQuota = (maxPlantsPerOwner: number, maxPlants?: number) => {
+  const plants = memoryPlantRepository(maxPlants === undefined ? {} : { maxPlants });
+  return { plants, create: createPlant({ plants, maxPlantsPerOwner }), remove: deletePlant({ plants }) };
+};
+
+quota('a create answers the owner’s figures: the quota and the plants it keeps now', async () => {
+  const { create: run } = withQuota(3);
+  const alice = principal();
+  assert.equal(await right(run(alice, aPlant(1n))), { plant: aPlant(1n), quota: { limit: 3, used: 1 } });
+  assert.equal((await right(run(alice, aPlant(2n)))).quota, { limit: 3, used: 2 });
+});
+
+quota('a create past the quota is QuotaExceeded with the owner’s figures, and stores nothing', async () => {
+  const { plants, create: run } = withQuota(2);
+  const alice = principal();
+  await right(run(alice, aPlant(1n)));
+  await right(run(alice, aPlant(2n)));
+  assert.equal(await left(run(alice, aPlant(3n))), { _tag: 'QuotaExceeded', limit: 2, used: 2 });
+  assert.equal((await right(plants.page(alice.owner, undefined, 10))).plants, [aPlant(1n), aPlant(2n)]);
+});
+
+quota(
+  'at the quota a retried create still answers the stored plant, and a different one is still a conflict',
+  async () => {
+    const { create: run } = withQuota(1);
+    const alice = principal();
+    await right(run(alice, aPlant(1n, 'Fern')));
+    assert.equal(await right(run(alice, aPlant(1n, 'Fern'))), {
+      plant: aPlant(1n, 'Fern'),
+      quota: { limit: 1, used: 1 },
+    });
+    assert.equal(await left(run(alice, aPlant(1n, 'Palm'))), { _tag: 'PlantConflict' });
+  },
+);
+
+quota('a delete frees room at once', async () => {
+  const { create: run, remove } = withQuota(1);
+  const alice = principal();
+  await right(run(alice, aPlant(1n)));
+  await left(run(alice, aPlant(2n)));
+  await right(remove(alice, 1n as PlantId));
+  assert.equal(await right(run(alice, aPlant(2n))), { plant: aPlant(2n), quota: { limit: 1, used: 1 } });
+});
+
+quota('each owner has its own quota', async () => {
+  const { create: run } = withQuota(1);
+  const [alice, bob] = [principal(), principal()];
+  await right(run(alice, aPlant(1n)));
+  assert.equal(await left(run(alice, aPlant(2n))), { _tag: 'QuotaExceeded', limit: 1, used: 1 });
+  assert.equal(await right(run(bob, aPlant(2n))), { plant: aPlant(2n), quota: { limit: 1, used: 1 } });
+});
+
+quota('0 means no quota: no figures, no bound', async () => {
+  const { create: run } = withQuota(0);
+  const alice = principal();
+  for (let id = 1n; id <= 20n; id++) assert.equal(await right(run(alice, aPlant(id))), { plant: aPlant(id) });
+});
+
+quota('a full store is StorageFull, for every owner, even below their quotas', async () => {
+  const { create: run } = withQuota(10, 2);
+  await right(run(principal(), aPlant(1n)));
+  await right(run(principal(), aPlant(1n)));
+  assert.equal(await left(run(principal(), aPlant(1n))), { _tag: 'StorageFull' });
+});
+
+quota.run();
 
 const list = suite('list-plants');
 

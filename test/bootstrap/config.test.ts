@@ -30,7 +30,8 @@ test('no variables at all is the embedded default', () => {
       idleTimeoutMs: 60000,
     },
     shutdownTimeoutMs: 10000,
-    storage: { kind: 'memory' },
+    storage: { kind: 'memory', maxPlants: undefined },
+    maxPlantsPerOwner: 10000,
     auth: { kind: 'static', tokens: undefined },
     rateLimit: { max: 0, windowMs: 60000, store: 'memory', redisUrl: 'redis://127.0.0.1:6379', timeoutMs: 2000 },
   });
@@ -128,6 +129,20 @@ test('STORAGE=mongodb reads its own variables with their defaults', () => {
     writeConcern: 'majority',
     journal: true,
   });
+});
+
+test('MAX_PLANTS_PER_OWNER bounds each owner (0: no bound); MEMORY_MAX_PLANTS bounds the in-memory store', () => {
+  assert.is(loadConfig({ MAX_PLANTS_PER_OWNER: '0' }).maxPlantsPerOwner, 0);
+  assert.is(loadConfig({ MAX_PLANTS_PER_OWNER: '25' }).maxPlantsPerOwner, 25);
+  assert.equal(loadConfig({ MEMORY_MAX_PLANTS: '1000000' }).storage, { kind: 'memory', maxPlants: 1000000 });
+  assert.is(
+    failure({ MAX_PLANTS_PER_OWNER: '-1' }),
+    'MAX_PLANTS_PER_OWNER: must be an integer from 0 to 1000000000 (got "-1"); for example MAX_PLANTS_PER_OWNER=10000',
+  );
+  assert.is(
+    failure({ MEMORY_MAX_PLANTS: '0' }),
+    'MEMORY_MAX_PLANTS: must be an integer from 1 to 1000000000 (got "0"); for example MEMORY_MAX_PLANTS=1000000',
+  );
 });
 
 test.run();

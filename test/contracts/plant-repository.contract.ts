@@ -177,6 +177,93 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
     assert.equal((await right(repo(ctx).page(owner, undefined, 10))).plants, [stored]);
   });
 
+  test('an owner at its bound is refused with its count, and nothing changes', async (ctx) => {
+    const owner = freshOwner();
+    for (const id of [1n, 2n, 3n]) {
+      assert.equal(await right(repo(ctx).insert(owner, aPlant(id), 3)), { _tag: 'Inserted', count: Number(id) });
+    }
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(4n), 3)), { _tag: 'OwnerFull', count: 3 });
+    assert.equal(ids((await right(repo(ctx).page(owner, undefined, 10))).plants), [1n, 2n, 3n]);
+  });
+
+  test('at its bound an owner still gets Exists for an id it has, identical or not', async (ctx) => {
+    const owner = freshOwner();
+    await right(repo(ctx).insert(owner, aPlant(1n, 'Fern'), 2));
+    await right(repo(ctx).insert(owner, aPlant(2n, 'Moss'), 2));
+    const stored = { _tag: 'Exists', stored: aPlant(1n, 'Fern'), count: 2 };
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(1n, 'Fern'), 2)), stored);
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(1n, 'Palm'), 2)), stored);
+    assert.equal((await right(repo(ctx).page(owner, undefined, 10))).plants, [aPlant(1n, 'Fern'), aPlant(2n, 'Moss')]);
+  });
+
+  test('a removed plant frees its room at once, wherever it was', async (ctx) => {
+    const owner = freshOwner();
+    for (const id of [1n, 2n, 3n, 4n]) await right(repo(ctx).insert(owner, aPlant(id), 4));
+    for (const [gone, next] of [
+      [2n, 5n],
+      [1n, 6n],
+      [6n, 7n],
+      [7n, 8n],
+    ] as const) {
+      assert.ok(await right(repo(ctx).remove(owner, gone as PlantId)));
+      assert.equal(await right(repo(ctx).insert(owner, aPlant(next), 4)), { _tag: 'Inserted', count: 4 }, `${next}`);
+      assert.equal(await right(repo(ctx).insert(owner, aPlant(100n + next), 4)), { _tag: 'OwnerFull', count: 4 });
+    }
+    assert.equal(ids((await right(repo(ctx).page(owner, undefined, 10))).plants), [3n, 4n, 5n, 8n]);
+  });
+
+  test('one owner at its bound leaves every other owner its own room', async (ctx) => {
+    const [a, b] = [freshOwner('a'), freshOwner('b')];
+    await right(repo(ctx).insert(a, aPlant(1n), 1));
+    assert.equal(await right(repo(ctx).insert(a, aPlant(2n), 1)), { _tag: 'OwnerFull', count: 1 });
+    assert.equal(await right(repo(ctx).insert(b, aPlant(2n), 1)), { _tag: 'Inserted', count: 1 });
+  });
+
+  test('an owner that keeps more than a lowered bound is refused until it is below it', async (ctx) => {
+    const owner = freshOwner();
+    for (const id of [1n, 2n, 3n, 4n, 5n]) await right(repo(ctx).insert(owner, aPlant(id)));
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(6n), 3)), { _tag: 'OwnerFull', count: 5 });
+    for (const id of [1n, 2n]) await right(repo(ctx).remove(owner, id as PlantId));
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(6n), 3)), { _tag: 'OwnerFull', count: 3 });
+    await right(repo(ctx).remove(owner, 3n as PlantId));
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(6n), 3)), { _tag: 'Inserted', count: 3 });
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(7n), 3)), { _tag: 'OwnerFull', count: 3 });
+  });
+
+  test('of 50 concurrent inserts of distinct ids at a bound of 10, exactly 10 store', async (ctx) => {
+    const owner = freshOwner();
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => right(repo(ctx).insert(owner, aPlant(BigInt(i)), 10))),
+    );
+    const inserted = outcomes.flatMap((o, i) => (o._tag === 'Inserted' ? [BigInt(i)] : []));
+    assert.is(inserted.length, 10);
+    for (const o of outcomes) if (o._tag !== 'Inserted') assert.equal(o, { _tag: 'OwnerFull', count: 10 });
+    assert.equal(ids((await right(repo(ctx).page(owner, undefined, 100))).plants), inserted);
+  });
+
+  test('concurrent inserts and removes at the bound never leave the owner more than its bound', async (ctx) => {
+    const owner = freshOwner();
+    for (let id = 0n; id < 5n; id++) await right(repo(ctx).insert(owner, aPlant(id), 5));
+    const [removed, outcomes] = await Promise.all([
+      Promise.all([0n, 1n, 2n].map((id) => right(repo(ctx).remove(owner, id as PlantId)))),
+      Promise.all(Array.from({ length: 20 }, (_, i) => right(repo(ctx).insert(owner, aPlant(100n + BigInt(i)), 5)))),
+    ]);
+    assert.ok(removed.every(Boolean));
+    const inserted = outcomes.filter((o) => o._tag === 'Inserted').length;
+    const kept = (await right(repo(ctx).page(owner, undefined, 100))).plants.length;
+    assert.is(kept, 5 - 3 + inserted, 'every acknowledged insert and remove is there');
+    assert.ok(kept <= 5, `at most 5 kept, got ${kept}`);
+  });
+
+  test('50 concurrent inserts of distinct ids without a bound all store', async (ctx) => {
+    const owner = freshOwner();
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => right(repo(ctx).insert(owner, aPlant(BigInt(i))))),
+    );
+    assert.ok(outcomes.every((o) => o._tag === 'Inserted'));
+    assert.is((await right(repo(ctx).page(owner, undefined, 100))).plants.length, 50);
+  });
+
   test('ping succeeds while the store answers', async (ctx) => {
     assert.is(await right(repo(ctx).ping), undefined);
   });

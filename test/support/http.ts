@@ -6,7 +6,7 @@ import type { HttpSettings } from '../../adapters/http/app.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { sha256, staticTokenVerifier } from '../../adapters/tokens/static/static-token-verifier.js';
 import { defaultServerLimits, type ServerLimits } from '../../adapters/http/server.js';
-import { buildApp, type Ports } from '../../bootstrap/build-app.js';
+import { buildApp, type ApplicationSettings, type Ports } from '../../bootstrap/build-app.js';
 import type { Principal, Scope } from '../../domain/principal.js';
 import { freshOwner, principal } from './fixtures.js';
 import { conformance } from './openapi-conformance.js';
@@ -55,7 +55,7 @@ const scopesOf: Record<Who, Scope[]> = {
  * storage unless another repository is given. Every response of `call` is checked against /openapi.json.
  */
 export const startService = async (
-  overrides: Partial<Ports & HttpSettings> = {},
+  overrides: Partial<Ports & ApplicationSettings & HttpSettings> = {},
   limits: Partial<ServerLimits> = {},
 ): Promise<Service> => {
   const aliceOwner = freshOwner('alice');
@@ -75,7 +75,7 @@ export const startService = async (
       done();
     },
   });
-  const deps: Ports & HttpSettings = {
+  const deps: Ports & ApplicationSettings & HttpSettings = {
     plants: memoryPlantRepository(),
     tokens: staticTokenVerifier(who.map((w) => ({ sha256: sha256(tokens[w]), principal: principals[w] }))),
     logger: pino({ level: 'info', base: null }, sink),
@@ -201,14 +201,18 @@ export const serviceSuite = (name: string, overrides: Partial<Ports & HttpSettin
  * HTTP tests over one storage backend: the real service on that backend's repository. A backend whose server is
  * missing here registers the tests as skipped, with the reason.
  */
-export const httpSuite = (title: string, backend: StorageBackend) => {
+export const httpSuite = (
+  title: string,
+  backend: StorageBackend,
+  settings: Partial<ApplicationSettings & HttpSettings> = {},
+) => {
   const make = backend.setup;
   return serviceTests(
     `${title} [${backend.name}]`,
     typeof make === 'function'
       ? async () => {
           const { repo, teardown } = await make();
-          const svc = await startService({ plants: repo });
+          const svc = await startService({ ...settings, plants: repo });
           return {
             svc,
             teardown: async () => {

@@ -3,12 +3,16 @@ import type { Application } from '../../../application/application.js';
 import { createPlantScope } from '../../../application/use-cases/create-plant.js';
 import { isJsonContentType, readBody } from '../body.js';
 import { decodeNewPlant } from '../codecs.js';
+import { quotaHeaders } from '../failures.js';
 import { parseJson } from '../json.js';
 import type { Authorize } from '../pipeline.js';
 import { plantJson } from '../plant-json.js';
 import type { Handler, Responder } from '../respond.js';
 
-/** POST /plants: 401, 403, then media type (415), size (413), JSON (400), fields (400), then the use case. */
+/**
+ * POST /plants: 401, 403, then media type (415), size (413), JSON (400), fields (400), then the use case (409, 403
+ * quota, 507). With a quota, a 200 carries the owner's Quota-Limit and Quota-Used.
+ */
 export const createPlantHandler =
   (app: Application, { ok, fail }: Responder, authorize: Authorize, bodyLimit: number): Handler =>
   async (req, res) => {
@@ -21,5 +25,6 @@ export const createPlantHandler =
     if (E.isLeft(candidate)) return fail(req, res, candidate.left);
     const created = await app.createPlant(principal, candidate.right)();
     if (E.isLeft(created)) return fail(req, res, created.left);
-    ok(req, res, plantJson(created.right));
+    const { plant, quota } = created.right;
+    ok(req, res, plantJson(plant), quota === undefined ? undefined : quotaHeaders(quota));
   };

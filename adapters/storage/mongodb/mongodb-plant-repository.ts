@@ -1,11 +1,13 @@
 import * as E from 'fp-ts/lib/Either.js';
+import { pipe } from 'fp-ts/lib/function.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import * as t from 'io-ts';
 import { MongoClient, MongoError, MongoServerError, type Collection, type WriteConcernSettings } from 'mongodb';
 import { storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
-import type { InsertOutcome, PlantPage, PlantRepository } from '../../../application/ports/plant-repository.js';
+import { NO_PLANT_LIMIT, type PlantPage, type PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
-import { PlantId, PlantName, PlantTag, plant, type Owner, type Plant } from '../../../domain/plant.js';
+import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
+import { attemptOfDuplicate, createSlotIndex, ownerSlots } from './owner-slots.js';
 
 export interface MongoOptions {
   readonly uri: string;
@@ -23,6 +25,8 @@ interface PlantDocument {
   id: bigint;
   name: string;
   tag?: string;
+  /** The owner's room this plant holds (owner-slots.ts); unique per owner. */
+  slot?: number;
 }
 
 export const COLLECTION = 'plants';
@@ -139,6 +143,9 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
     wtimeoutMS: timeoutMs,
   };
   const maxTimeMS = timeoutMs;
+  // The same collection, untyped, for the quota's queries on `slot` (owner-slots.ts).
+  const slotted = client.db(options.db).collection(COLLECTION);
+  const slots = ownerSlots(slotted, maxTimeMS, decodeStored);
 
   let ready: Promise<void> | undefined;
   /**
@@ -151,6 +158,7 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
     ready ??= client
       .connect()
       .then(() => collection.createIndex({ owner: 1, id: 1 }, { unique: true, name: INDEX_NAME }))
+      .then(() => createSlotIndex(slotted))
       .then(() => undefined)
       .catch((e: unknown) => {
         ready = undefined;
@@ -159,30 +167,28 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
     return ready;
   };
 
-  const findStored = async (owner: Owner, id: PlantId): Promise<Plant | undefined> => {
-    const doc = await collection.findOne({ owner, id }, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS });
-    return doc === null ? undefined : decodeStored(doc);
-  };
-
   const repository: PlantRepository = {
-    insert: (owner, p) =>
-      guarded(timeoutMs, async (): Promise<InsertOutcome> => {
-        await ensureReady();
-        const doc: PlantDocument =
-          p.tag === undefined ? { owner, id: p.id, name: p.name } : { owner, id: p.id, name: p.name, tag: p.tag };
-        // A plant deleted between our failed insert and the read is gone: try the insert again (bounded).
-        for (let attempt = 0; attempt < 3; attempt++) {
-          try {
-            await collection.insertOne({ ...doc }, { writeConcern, maxTimeMS });
-            return { _tag: 'Inserted' };
-          } catch (e) {
-            if (!(e instanceof MongoServerError && e.code === DUPLICATE_KEY)) throw e;
-          }
-          const stored = await findStored(owner, p.id);
-          if (stored !== undefined) return { _tag: 'Exists', stored };
-        }
-        throw new Error('insert kept colliding with a plant that was deleted before it could be read');
-      }),
+    insert: (owner, p, maxPlants = NO_PLANT_LIMIT) =>
+      pipe(
+        guarded(timeoutMs, async () => {
+          await ensureReady();
+          const doc: PlantDocument =
+            p.tag === undefined ? { owner, id: p.id, name: p.name } : { owner, id: p.id, name: p.name, tag: p.tag };
+          // The owner's bound: each plant holds a slot below it, unique per owner (owner-slots.ts).
+          const tryInsert = async (slot: number) => {
+            try {
+              await collection.insertOne({ ...doc, slot }, { writeConcern, maxTimeMS });
+              return 'inserted' as const;
+            } catch (e) {
+              if (e instanceof MongoServerError && e.code === DUPLICATE_KEY) return attemptOfDuplicate(e);
+              throw e;
+            }
+          };
+          return slots.insert(owner, maxPlants, p, tryInsert, Date.now() + timeoutMs);
+        }),
+        // Concurrent creates of this owner kept taking the slots it chose: nothing stored, safe to retry.
+        TE.flatMap((outcome) => (outcome === undefined ? TE.left(storageUnavailable) : TE.right(outcome))),
+      ),
 
     page: (owner, after, limit) =>
       guarded(timeoutMs, async (): Promise<PlantPage> => {

@@ -48,8 +48,13 @@ const staticTokens = (configured: readonly StaticTokenEntry[] | undefined) => {
   return { tokens: staticTokenVerifier([local]), generatedToken: token };
 };
 
+/** Where the drivers' own error reports go (the reason logged when a backend fails); never a credential. */
+export interface DriverHooks {
+  readonly driverError?: (backend: 'storage' | 'token store' | 'rate limiter', reason: string) => void;
+}
+
 /** Chooses and connects the adapters that the configuration names; the only place that choice is made. */
-export const connectBackends = async (config: Config, logger: Logger): Promise<Backends> => {
+export const connectBackends = async (config: Config, logger: Logger, hooks: DriverHooks = {}): Promise<Backends> => {
   const closers: Array<() => Promise<void>> = [];
   const redisByUrl = new Map<string, Redis>();
   /** One connection per Redis URL and bound, shared by the token store and the limiter. */
@@ -57,8 +62,11 @@ export const connectBackends = async (config: Config, logger: Logger): Promise<B
     let redis = redisByUrl.get(url);
     if (redis === undefined) {
       redis = redisConnection(url, timeoutMs);
-      // ioredis reports every failed reconnect; the service reports them as 503s and /readyz instead.
-      redis.on('error', () => undefined);
+      // ioredis reports every failed reconnect: kept as the reason of the next outage line (logged once, throttled).
+      redis.on('error', (e: Error) => {
+        hooks.driverError?.('token store', e.message);
+        hooks.driverError?.('rate limiter', e.message);
+      });
       redisByUrl.set(url, redis);
       const connection = redis;
       closers.push(() => closeRedis(connection));
@@ -82,6 +90,7 @@ export const connectBackends = async (config: Config, logger: Logger): Promise<B
           );
         }
         closers.push(store.close);
+        store.client.on('serverHeartbeatFailed', (event) => hooks.driverError?.('storage', event.failure.message));
         return store.repository;
       }
     }

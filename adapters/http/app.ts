@@ -15,10 +15,14 @@ import { deletePlant } from '../../application/use-cases/delete-plant.js';
 import { listPlants } from '../../application/use-cases/list-plants.js';
 import { requireScope, type Principal } from '../../domain/principal.js';
 import { bearerToken } from './auth.js';
+import { rejectionReason } from './auth-log.js';
 import { isJsonContentType, parseJson, readBody } from './body.js';
 import { decodeListQuery, decodeNewPlant, decodePathId } from './codecs.js';
+import type { CorsPolicy } from './cors.js';
 import { encodeCursor } from './cursor.js';
+import { docsSite } from './docs.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
+import type { HttpMetrics, MetricsExposition } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { plantJson, plantsJson } from './plant-json.js';
 
@@ -30,6 +34,14 @@ export interface HttpAppDeps {
   readonly bodyLimit: number;
   /** Per-principal request limits; none when rate limiting is off. */
   readonly limiter?: RateLimiter;
+  /** Per-response metrics; none in tests that do not need them. */
+  readonly metrics?: HttpMetrics;
+  /** GET /metrics on this listener; absent when metrics are served apart (METRICS_PORT) or not at all. */
+  readonly metricsEndpoint?: MetricsExposition;
+  /** CORS for the configured origins; absent: no CORS fields, OPTIONS is 405. */
+  readonly cors?: CorsPolicy;
+  /** Bound on a /readyz answer, in ms. */
+  readonly readinessTimeoutMs?: number;
 }
 
 /** What the app keeps about one exchange, for its headers and its log line. */
@@ -50,6 +62,9 @@ const READYZ = /^\/readyz$/;
 const OPENAPI = /^\/openapi\.json$/;
 const PLANTS = /^\/plants$/;
 const PLANT = /^\/plants\/(?<id>[^/]*)$/;
+const METRICS = /^\/metrics$/;
+const DOCS = /^\/docs$/;
+const DOCS_ASSET = /^\/docs\/(?<asset>[^/]+)$/;
 
 /**
  * The HTTP edge of the service: decodes every input, calls a use case, and turns its result into the contract's
@@ -62,22 +77,28 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     createPlant: createPlant(deps),
     listPlants: listPlants(deps),
     deletePlant: deletePlant(deps),
-    checkReadiness: checkReadiness(deps),
+    checkReadiness: checkReadiness(
+      deps.readinessTimeoutMs === undefined ? deps : { ...deps, timeoutMs: deps.readinessTimeoutMs },
+    ),
     admit: deps.limiter === undefined ? undefined : admitRequest({ limiter: deps.limiter }),
   };
   const openApiJson = stringify(openApiDocument({ bodyLimit: deps.bodyLimit })) as string;
+  const { metrics, cors } = deps;
+  const docs = docsSite();
 
   /** Every response leaves through here: common headers, then one log line. */
   const send = (
     req: Exchange,
     res: ServerResponse,
     status: number,
-    body: string | undefined,
+    body: string | Buffer | undefined,
     headers?: Readonly<Record<string, string>>,
   ) => {
     if (res.headersSent || res.destroyed) return;
     // One flat header list and one writeHead: cheaper than a setHeader per field.
-    const fields: string[] = ['x-request-id', req.id, 'cache-control', 'no-store', 'x-content-type-options', 'nosniff'];
+    const fields: string[] = ['x-request-id', req.id, 'x-content-type-options', 'nosniff'];
+    if (headers?.['cache-control'] === undefined) fields.push('cache-control', 'no-store');
+    if (cors !== undefined) cors.addResponseFields(req.headers.origin, fields);
     if (req.rate !== undefined) {
       const rate = rateLimitHeaders(req.rate);
       for (const name in rate) fields.push(name, rate[name] as string);
@@ -85,28 +106,27 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
     if (body === undefined) res.writeHead(status, fields).end();
     else {
-      fields.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
+      if (headers?.['content-type'] === undefined) fields.push('content-type', JSON_TYPE);
+      fields.push('content-length', String(Buffer.byteLength(body)));
       res.writeHead(status, fields).end(body);
     }
+    const ms = performance.now() - req.startedAt;
+    metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);
     logger.info(
-      {
-        reqId: req.id,
-        method: req.method,
-        route: req.route,
-        status,
-        ms: Math.round((performance.now() - req.startedAt) * 100) / 100,
-        owner: req.owner,
-      },
+      { reqId: req.id, method: req.method, route: req.route, status, ms: Math.round(ms * 100) / 100, owner: req.owner },
       'request',
     );
   };
 
   const fail = (req: Exchange, res: ServerResponse, failure: Failure): void => {
     const { status, message, headers } = toResponse(failure);
+    if (status === 401 || status === 403) {
+      logger.debug({ reqId: req.id, reason: rejectionReason(failure, req.headers.authorization) }, 'token rejected');
+    }
     send(req, res, status, JSON.stringify({ error: status, message }), headers);
   };
 
-  const ok = (req: Exchange, res: ServerResponse, body: string, headers?: Record<string, string>) =>
+  const ok = (req: Exchange, res: ServerResponse, body: string | Buffer, headers?: Readonly<Record<string, string>>) =>
     send(req, res, 200, body, headers);
 
   /** Authentication comes first, before anything of the request is read; then the principal's rate limit. */
@@ -151,7 +171,12 @@ export const createHttpApp = (deps: HttpAppDeps) => {
       handler(begin(req, route), res);
 
   const methodNotAllowed = (path: string, allow: string) =>
-    named(`* ${path}`, (req, res) => fail(req, res, { _tag: 'MethodNotAllowed', allow }));
+    named(`* ${path}`, (req, res) => {
+      const preflight = req.method === 'OPTIONS' ? cors?.preflight(req.headers, allow) : undefined;
+      if (preflight === undefined) return fail(req, res, { _tag: 'MethodNotAllowed', allow });
+      req.route = `OPTIONS ${path}`;
+      send(req, res, 204, undefined, preflight);
+    });
 
   const app = polka({
     onNoMatch: (req, res) => {
@@ -184,6 +209,29 @@ export const createHttpApp = (deps: HttpAppDeps) => {
       named('GET /openapi.json', (req, res) => ok(req, res, openApiJson)),
     )
     .all(OPENAPI, methodNotAllowed('/openapi.json', 'GET, HEAD'))
+    .get(
+      METRICS,
+      named('GET /metrics', async (req, res) => {
+        if (deps.metricsEndpoint === undefined) return fail(req, res, { _tag: 'RouteNotFound' });
+        const text = await deps.metricsEndpoint.scrape();
+        ok(req, res, text, { 'content-type': deps.metricsEndpoint.contentType });
+      }),
+    )
+    .all(METRICS, methodNotAllowed('/metrics', 'GET, HEAD'))
+    .get(
+      DOCS,
+      named('GET /docs', (req, res) => ok(req, res, docs.page.body, docs.page.headers)),
+    )
+    .all(DOCS, methodNotAllowed('/docs', 'GET, HEAD'))
+    .get(
+      DOCS_ASSET,
+      named('GET /docs/{asset}', (req, res) => {
+        const asset = docs.asset(req.params['asset'] ?? '');
+        if (asset === undefined) return fail(req, res, { _tag: 'RouteNotFound' });
+        ok(req, res, asset.body, asset.headers);
+      }),
+    )
+    .all(DOCS_ASSET, methodNotAllowed('/docs/{asset}', 'GET, HEAD'))
     .get(
       PLANTS,
       named('GET /plants', async (req, res) => {

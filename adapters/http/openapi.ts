@@ -3,6 +3,7 @@ import { NAME_MAX, TAG_MAX } from '../../domain/plant.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../application/use-cases/list-plants.js';
 import { TOKEN_MAX } from './auth.js';
 import { RETRY_AFTER_SECONDS } from './failures.js';
+import { withOperationalPaths } from './openapi-operations.js';
 
 /**
  * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:
@@ -34,7 +35,7 @@ const serverFailures = {
   '503': { $ref: '#/components/responses/Unavailable' },
 };
 
-export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
+const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
   openapi: '3.1.0',
   info: {
     title: 'Plant Store',
@@ -323,3 +324,6 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
     },
   },
 });
+
+export const openApiDocument = (options: { readonly bodyLimit: number }) =>
+  withOperationalPaths(plantsDocument(options));

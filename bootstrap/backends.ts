@@ -63,9 +63,18 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
     if (redis === undefined) {
       redis = redisConnection(url, timeoutMs);
       // ioredis reports every failed reconnect: kept as the reason of the next outage line (logged once, throttled).
+      const note = (reason: string) => {
+        hooks.driverError?.('token store', reason);
+        hooks.driverError?.('rate limiter', reason);
+      };
+      let lastError = 0;
       redis.on('error', (e: Error) => {
-        hooks.driverError?.('token store', e.message);
-        hooks.driverError?.('rate limiter', e.message);
+        lastError = Date.now();
+        note(e.message);
+      });
+      // A closed connection is the reason only when no error explains it (a server stopped, not a refused login).
+      redis.on('close', () => {
+        if (Date.now() - lastError > 1000) note('the connection to Redis closed');
       });
       redisByUrl.set(url, redis);
       const connection = redis;

@@ -82,7 +82,7 @@ const main = async (): Promise<void> => {
   const observer = backendObserver({ logger, metrics: metrics.backends });
 
   let stopping = false;
-  let backends: Promise<Backends> | undefined;
+  let backends: Backends | undefined;
   let api: Server | undefined;
   let admin: Server | undefined;
 
@@ -120,10 +120,10 @@ const main = async (): Promise<void> => {
         await closed;
       }
     }
-    const opened = backends === undefined ? undefined : await within(backends, left());
-    if (opened !== undefined) {
+    // Backends still connecting (a signal during start-up) are not waited for: their sockets go with the process.
+    if (backends !== undefined) {
       const closed = await within(
-        opened.close().then(() => true),
+        backends.close().then(() => true),
         left(),
       );
       if (closed === true) logger.info({}, 'backends closed');
@@ -135,8 +135,8 @@ const main = async (): Promise<void> => {
   };
   onStopSignal((signal) => void stop(signal));
 
-  backends = connectBackends(config, logger, { driverError: observer.driverError });
-  const connected = await backends;
+  const connected = await connectBackends(config, logger, { driverError: observer.driverError });
+  backends = connected;
   if (stopping) return;
 
   const probe = { observer, metrics: metrics.backends };
@@ -151,7 +151,8 @@ const main = async (): Promise<void> => {
     ...(config.corsOrigins === undefined ? {} : { cors: corsPolicy(config.corsOrigins) }),
     readinessTimeoutMs: config.readinessTimeoutMs,
   });
-  server.on('request', (_req, res) => {
+  // Counted before the app sees the request (prepended), so a request is in flight from its first line of work.
+  server.prependListener('request', (_req, res) => {
     inFlight += 1;
     res.once('close', requestDone);
   });
@@ -177,6 +178,7 @@ const main = async (): Promise<void> => {
   const metricsPort = admin === undefined ? port : (admin.address() as AddressInfo).port;
   logger.info(
     {
+      pid: process.pid,
       address,
       port,
       metricsPort,

@@ -19,7 +19,12 @@ const templateOf = (path: string, doc: Doc): string | undefined => {
   const bare = path.split('?')[0] ?? '';
   if (bare in doc.paths) return bare;
   if (/^\/plants\/[^/]*$/.test(bare)) return '/plants/{id}';
-  return undefined;
+  // Any other templated path of the document (`/docs/{asset}`): a parameter is one path segment.
+  return Object.keys(doc.paths).find(
+    (t) =>
+      t.includes('{') &&
+      new RegExp(`^${t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`).test(bare),
+  );
 };
 
 export const conformance = (docText: string) => {

@@ -114,7 +114,7 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
         return { tokens: redisTokenStore(redisAt(auth.url, auth.timeoutMs), { cacheTtlMs: auth.cacheTtlMs }).verifier };
       case 'jwt':
         try {
-          return { tokens: await jwtTokenVerifier(auth) };
+          return { tokens: await jwtTokenVerifier({ ...auth, logger }) };
         } catch {
           throw new ConfigError(
             'JWT_PUBLIC_KEY: is not a usable public key for JWT_ALGORITHM; for example a PEM SPKI key',

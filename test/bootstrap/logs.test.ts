@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { SignJWT } from 'jose';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runNode, type Started } from '../support/process.js';
@@ -49,6 +50,32 @@ test('a refused token is logged at debug with its reason and request id, never w
       ],
     );
     assert.not.match(svc.stdout(), new RegExp(`${wrong}|${TOKEN}`));
+  } finally {
+    svc.child.kill('SIGKILL');
+  }
+});
+
+test('a rejected JWT is logged at debug with the check that failed', async () => {
+  const secret = 'a-jwt-secret-of-at-least-32-characters!!';
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AUTH: 'jwt',
+    JWT_SECRET: secret,
+    LOG_LEVEL: 'debug',
+  });
+  try {
+    const port = await portOf(svc);
+    const expired = await new SignJWT({ owner: 'o', scope: 'plants:read' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('s')
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 3600)
+      .sign(new TextEncoder().encode(secret));
+    const res = await fetch(`http://127.0.0.1:${port}/plants`, { headers: { authorization: `Bearer ${expired}` } });
+    assert.is(res.status, 401);
+    const [line] = await svc.waitFor(/\{[^\n]*"msg":"JWT rejected"[^\n]*\}/);
+    assert.is((JSON.parse(line) as Line)['reason'], 'ERR_JWT_EXPIRED');
+    assert.not.match(svc.stdout(), new RegExp(expired.split('.')[2] as string));
   } finally {
     svc.child.kill('SIGKILL');
   }

@@ -63,7 +63,7 @@ const npmStart = (): NpmStart => {
     });
     child.once('exit', () => reject(new Error(`npm exited before listening: ${out} ${err}`)));
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return { stdout: () => out, stderr: () => err, exited, kill: (s) => child.kill(s), listening };
 };
 

@@ -71,6 +71,8 @@ const listen = (server: Server, port: number, host: string | undefined, portVari
 /** Starts the service: the only file that reads the environment. */
 const main = async (): Promise<void> => {
   const config = loadConfig(process.env);
+  // A stdout whose reader is gone fails writes with EPIPE: never a crash (the logger handles its own).
+  process.stdout.on('error', () => undefined);
   const logger = createLogger(config);
   logger.info({ storage: config.storage.kind, auth: config.auth.kind }, 'starting');
 

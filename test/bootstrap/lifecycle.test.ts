@@ -86,6 +86,22 @@ test('shutdown log lines come in order, and nothing listens afterwards', async (
   assert.is(await accepting(port), false);
 });
 
+test('a process whose stdout reader is gone exits 0 on SIGTERM, the first failed write being at shutdown', async () => {
+  // pino's default (asynchronous) destination flushed at exit with a loop that retried EPIPE forever: this hung.
+  const svc = runNode('bootstrap/main.js', base);
+  const port = await listening(svc);
+  svc.child.stdout.destroy();
+  await new Promise((r) => setTimeout(r, 50));
+  svc.child.kill('SIGTERM');
+  const exit = await Promise.race([
+    svc.exited,
+    new Promise((r) => setTimeout(() => r('still running after 10 s'), 10_000)),
+  ]);
+  svc.child.kill('SIGKILL');
+  assert.is(exit, 0);
+  assert.is(await accepting(port), false);
+});
+
 test('a process whose stdout is a closed pipe still serves, drains on SIGTERM and exits 0', async () => {
   const svc = runNode('bootstrap/main.js', base);
   const port = await listening(svc);

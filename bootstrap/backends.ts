@@ -11,7 +11,7 @@ import { memoryRateLimiter } from '../adapters/rate-limit/memory-rate-limiter.js
 import { redisRateLimiter } from '../adapters/rate-limit/redis-rate-limiter.js';
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
-import { mongoPlantStore } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
+import type { MongoPlantStore } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { jwtTokenVerifier } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { sha256, staticTokenVerifier, type StaticToken } from '../adapters/tokens/static/static-token-verifier.js';
@@ -83,13 +83,15 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
     return redis;
   };
 
-  const plants = (() => {
+  const plants = await (async () => {
     const storage = config.storage;
     switch (storage.kind) {
       case 'memory':
         return memoryPlantRepository();
       case 'mongodb': {
-        let store: ReturnType<typeof mongoPlantStore>;
+        // The driver is loaded only when configured: the default start does not pay for it.
+        const { mongoPlantStore } = await import('../adapters/storage/mongodb/mongodb-plant-repository.js');
+        let store: MongoPlantStore;
         try {
           store = mongoPlantStore({ ...storage, logger });
         } catch {

@@ -13,7 +13,7 @@ import { redisRateLimiter } from '../adapters/rate-limit/redis/redis-rate-limite
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
-import { mongoPlantStore } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
+import type { MongoPlantStore } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { jwtTokenVerifier } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { sha256, staticTokenVerifier, type StaticToken } from '../adapters/tokens/static/static-token-verifier.js';
@@ -54,8 +54,13 @@ const staticTokens = (configured: readonly StaticTokenEntry[] | undefined) => {
 export const memoryMaxPlants = (storage: MemoryConfig): number =>
   storage.maxPlants ?? memoryCapacity(getHeapStatistics().heap_size_limit);
 
+/** Where the drivers' own error reports go (the reason logged when a backend fails); never a credential. */
+export interface DriverHooks {
+  readonly driverError?: (backend: 'storage' | 'token store' | 'rate limiter', reason: string) => void;
+}
+
 /** Chooses and connects the adapters that the configuration names; the only place that choice is made. */
-export const connectBackends = async (config: Config, logger: Logger): Promise<Backends> => {
+export const connectBackends = async (config: Config, logger: Logger, hooks: DriverHooks = {}): Promise<Backends> => {
   const closers: Array<() => Promise<void>> = [];
   const redisByUrl = new Map<string, Redis>();
   /** One connection per Redis URL and bound, shared by the token store and the limiter. */
@@ -63,8 +68,20 @@ export const connectBackends = async (config: Config, logger: Logger): Promise<B
     let redis = redisByUrl.get(url);
     if (redis === undefined) {
       redis = redisConnection(url, timeoutMs);
-      // ioredis reports every failed reconnect; the service reports them as 503s and /readyz instead.
-      redis.on('error', () => undefined);
+      // ioredis reports every failed reconnect: kept as the reason of the next outage line (logged once, throttled).
+      const note = (reason: string) => {
+        hooks.driverError?.('token store', reason);
+        hooks.driverError?.('rate limiter', reason);
+      };
+      let lastError = 0;
+      redis.on('error', (e: Error) => {
+        lastError = Date.now();
+        note(e.message);
+      });
+      // A closed connection is the reason only when no error explains it (a server stopped, not a refused login).
+      redis.on('close', () => {
+        if (Date.now() - lastError > 1000) note('the connection to Redis closed');
+      });
       redisByUrl.set(url, redis);
       const connection = redis;
       closers.push(() => closeRedis(connection));
@@ -72,13 +89,15 @@ export const connectBackends = async (config: Config, logger: Logger): Promise<B
     return redis;
   };
 
-  const plants = (() => {
+  const plants = await (async () => {
     const storage = config.storage;
     switch (storage.kind) {
       case 'memory':
         return memoryPlantRepository({ maxPlants: memoryMaxPlants(storage) });
       case 'mongodb': {
-        let store: ReturnType<typeof mongoPlantStore>;
+        // The driver is loaded only when configured: the default start does not pay for it.
+        const { mongoPlantStore } = await import('../adapters/storage/mongodb/mongodb-plant-repository.js');
+        let store: MongoPlantStore;
         try {
           store = mongoPlantStore({ ...storage, logger });
         } catch {
@@ -88,6 +107,7 @@ export const connectBackends = async (config: Config, logger: Logger): Promise<B
           );
         }
         closers.push(store.close);
+        store.client.on('serverHeartbeatFailed', (event) => hooks.driverError?.('storage', event.failure.message));
         return store.repository;
       }
     }
@@ -102,7 +122,7 @@ export const connectBackends = async (config: Config, logger: Logger): Promise<B
         return { tokens: redisTokenStore(redisAt(auth.url, auth.timeoutMs), { cacheTtlMs: auth.cacheTtlMs }).verifier };
       case 'jwt':
         try {
-          return { tokens: await jwtTokenVerifier(auth) };
+          return { tokens: await jwtTokenVerifier({ ...auth, logger }) };
         } catch {
           throw new ConfigError(
             'JWT_PUBLIC_KEY: is not a usable public key for JWT_ALGORITHM; for example a PEM SPKI key',

@@ -25,7 +25,10 @@ export interface Ports {
 }
 
 /** The application's own settings (from bootstrap/config.ts); absent ones take the use cases' defaults. */
-export type ApplicationSettings = CreatePlantSettings;
+export type ApplicationSettings = CreatePlantSettings & {
+  /** Bound on a readiness answer, in ms (default READINESS_TIMEOUT_MS). */
+  readonly readinessTimeoutMs?: number;
+};
 
 /** The composition root of the application: every use case bound to its ports. */
 export const buildApplication = (ports: Ports & ApplicationSettings): Application => ({
@@ -37,7 +40,9 @@ export const buildApplication = (ports: Ports & ApplicationSettings): Applicatio
   createPlant: createPlant(ports),
   listPlants: listPlants(ports),
   deletePlant: deletePlant(ports),
-  checkReadiness: checkReadiness(ports),
+  checkReadiness: checkReadiness(
+    ports.readinessTimeoutMs === undefined ? ports : { ...ports, timeoutMs: ports.readinessTimeoutMs },
+  ),
 });
 
 /** The HTTP server over an application (not yet listening). No I/O happens here. */

@@ -32,6 +32,13 @@ export interface Config {
   readonly maxPlantsPerOwner: number;
   readonly auth: AuthConfig;
   readonly rateLimit: RateLimitConfig;
+  /** Bound on a /readyz answer. */
+  readonly readinessTimeoutMs: number;
+  readonly logFormat: 'json' | 'pretty';
+  /** A separate listener for /metrics; undefined: /metrics is served on PORT. */
+  readonly metricsPort: number | undefined;
+  /** Origins allowed by CORS; undefined: no CORS. */
+  readonly corsOrigins: '*' | readonly string[] | undefined;
 }
 
 /** Limits of the HTTP server on connections, pipelining, headers and timeouts (see adapters/http/server.ts). */
@@ -290,6 +297,35 @@ const ClaimC = (raw: string) =>
   /^[A-Za-z0-9_:.\/-]{1,100}$/.test(raw) ? E.right(raw) : E.left('must be a claim name');
 const TextC = (raw: string) => (raw.length <= 1000 ? E.right(raw) : E.left('must be at most 1000 characters'));
 
+/** `*`, or a comma-separated list of origins (`https://app.example`, `http://localhost:5173`), each kept as its origin. */
+const CorsOriginsC = (raw: string): E.Either<string, '*' | readonly string[]> => {
+  if (raw.trim() === '*') return E.right('*');
+  const origins: string[] = [];
+  for (const item of raw.split(',')) {
+    const text = item.trim();
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      url = undefined;
+    }
+    if (
+      url === undefined ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.username !== '' ||
+      url.password !== '' ||
+      url.pathname !== '/' ||
+      url.search !== '' ||
+      url.hash !== '' ||
+      text.length > 300
+    ) {
+      return E.left('must be * or a comma-separated list of origins (scheme://host[:port], no path)');
+    }
+    origins.push(url.origin);
+  }
+  return E.right([...new Set(origins)]);
+};
+
 const BooleanC = (raw: string) =>
   raw === 'true' ? E.right(true) : raw === 'false' ? E.right(false) : E.left('must be true or false');
 
@@ -430,6 +466,25 @@ export const variables = {
   },
   JWT_OWNER_CLAIM: { name: 'JWT_OWNER_CLAIM', read: ClaimC, fallback: 'owner', example: 'tenant' },
   JWT_CLOCK_TOLERANCE_S: { name: 'JWT_CLOCK_TOLERANCE_S', read: integer(0, 300), fallback: 5, example: '5' },
+  READINESS_TIMEOUT_MS: { name: 'READINESS_TIMEOUT_MS', read: integer(10, 60_000), fallback: 500, example: '500' },
+  LOG_FORMAT: {
+    name: 'LOG_FORMAT',
+    read: oneOf(['json', 'pretty'] as const),
+    fallback: 'json' as 'json' | 'pretty',
+    example: 'pretty',
+  },
+  METRICS_PORT: {
+    name: 'METRICS_PORT',
+    read: integer(0, 65535),
+    fallback: undefined as number | undefined,
+    example: '9464',
+  },
+  CORS_ORIGINS: {
+    name: 'CORS_ORIGINS',
+    read: CorsOriginsC,
+    fallback: undefined as '*' | readonly string[] | undefined,
+    example: 'https://app.example,http://localhost:5173',
+  },
   RATE_LIMIT_MAX: { name: 'RATE_LIMIT_MAX', read: integer(0, 1_000_000_000), fallback: 0, example: '600' },
   RATE_LIMIT_WINDOW_MS: {
     name: 'RATE_LIMIT_WINDOW_MS',
@@ -482,6 +537,10 @@ export const loadConfig = (env: Env): Config => {
       redisUrl: get(env, variables.REDIS_URL),
       timeoutMs: get(env, variables.AUTH_TIMEOUT_MS),
     },
+    readinessTimeoutMs: get(env, variables.READINESS_TIMEOUT_MS),
+    logFormat: get(env, variables.LOG_FORMAT),
+    metricsPort: get(env, variables.METRICS_PORT),
+    corsOrigins: get(env, variables.CORS_ORIGINS),
   };
 };
 

@@ -1,23 +1,185 @@
+// First: an unsupported Node.js is refused with one line; then SIGTERM and SIGINT are an ordinary shutdown from
+// here on, start-up included.
 import './require-supported-node.js';
-import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
-import { defaultServerLimits } from '../adapters/http/server.js';
-import { buildApp } from './build-app.js';
+import { onStopSignal } from './signals.js';
 import { getHeapStatistics } from 'node:v8';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { corsPolicy } from '../adapters/http/cors.js';
+import { defaultServerLimits } from '../adapters/http/server.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
-import { connectBackends, memoryMaxPlants } from './backends.js';
+import { metricsServer } from '../adapters/http/metrics.js';
+import { serviceMetrics } from '../adapters/observability/metrics.js';
+import {
+  backendObserver,
+  observedLimiter,
+  observedPlants,
+  observedTokens,
+} from '../adapters/observability/observed-backends.js';
+import { connectBackends, memoryMaxPlants, type Backends } from './backends.js';
+import { buildApp } from './build-app.js';
 import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+
+/** Resolves with the promise's value, or with undefined once `ms` have passed. */
+const within = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    void promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(undefined);
+      },
+    );
+  });
+
+/** A listen failure as one line that names the variable to change. */
+const listenFailure = (e: unknown, portVariable: string, port: number, host: string | undefined): Error => {
+  const code = (e as NodeJS.ErrnoException).code ?? 'unknown error';
+  const where = host === undefined ? `port ${port}` : `${host}, port ${port}`;
+  switch (code) {
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_FAIL':
+    case 'EAFNOSUPPORT':
+      return new ConfigError(
+        `HOST: cannot listen on ${JSON.stringify(host)} (${code}: not an address of this machine); for example HOST=127.0.0.1`,
+      );
+    case 'EADDRINUSE':
+      return new Error(
+        `${portVariable}: ${where} is already in use (EADDRINUSE); for example ${portVariable}=${port === 3000 ? 8080 : 3000}`,
+      );
+    case 'EACCES':
+      return new Error(
+        `${portVariable}: not allowed to listen on ${where} (EACCES: ports below 1024 need privileges); for example ${portVariable}=3000`,
+      );
+    default:
+      return new Error(`${portVariable}: cannot listen on ${where} (${code})`);
+  }
+};
+
+const listen = (server: Server, port: number, host: string | undefined, portVariable: string): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const failed = (e: unknown) => reject(listenFailure(e, portVariable, port, host));
+    server.once('error', failed);
+    server.listen({ port, ...(host === undefined ? {} : { host }) }, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
 
 /** Starts the service: the only file that reads the environment. */
 const main = async (): Promise<void> => {
   const config = loadConfig(process.env);
-  const logger = pino({ level: config.logLevel, base: null });
-  const backends = await connectBackends(config, logger);
+  // A stdout whose reader is gone fails writes with EPIPE: never a crash (the logger handles its own).
+  process.stdout.on('error', () => undefined);
+  const logger = createLogger(config);
+  logger.info({ storage: config.storage.kind, auth: config.auth.kind }, 'starting');
 
-  if (backends.generatedToken !== undefined) {
+  let inFlight = 0;
+  const requestDone = () => {
+    inFlight -= 1;
+  };
+  const metrics = serviceMetrics({ inFlight: () => inFlight });
+  const observer = backendObserver({ logger, metrics: metrics.backends });
+
+  let stopping = false;
+  let backends: Backends | undefined;
+  let api: Server | undefined;
+  let admin: Server | undefined;
+
+  /**
+   * Stops accepting connections, lets in-flight requests finish, closes the backends, exits 0. The whole of it is
+   * bounded by SHUTDOWN_TIMEOUT_MS: requests still running then are cut, and backends that have not closed by then are
+   * left to the process's exit. A signal during start-up ends the start the same way (nothing was serving yet).
+   */
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    const started = performance.now();
+    const left = () => Math.max(0, config.shutdownTimeoutMs - (performance.now() - started));
+    const serving = api?.listening === true;
+    logger.info(
+      { signal, timeoutMs: config.shutdownTimeoutMs },
+      serving ? 'stopping: finishing in-flight requests' : 'stopping during start-up',
+    );
+    if (admin !== undefined) {
+      admin.close();
+      admin.closeAllConnections();
+    }
+    if (api !== undefined && serving) {
+      const server = api;
+      const closed = new Promise<boolean>((resolve) => server.close(() => resolve(true)));
+      // Keep-alive connections go as soon as they are idle; whatever is still busy at the bound is cut.
+      const idle = setInterval(() => server.closeIdleConnections(), 50);
+      server.closeIdleConnections();
+      const drained = (await within(closed, left())) === true;
+      clearInterval(idle);
+      if (drained) logger.info({}, 'in-flight requests finished');
+      else {
+        logger.warn({ cutRequests: inFlight }, 'shutdown bound reached: cutting the requests still running');
+        server.closeAllConnections();
+        await closed;
+      }
+    }
+    // Backends still connecting (a signal during start-up) are not waited for: their sockets go with the process.
+    if (backends !== undefined) {
+      const closed = await within(
+        backends.close().then(() => true),
+        left(),
+      );
+      if (closed === true) logger.info({}, 'backends closed');
+      else logger.warn({}, 'shutdown bound reached: backends left to close with the process');
+    }
+    logger.info({ ms: Math.round(performance.now() - started) }, 'stopped');
+    logger.flush();
+    process.exit(0);
+  };
+  onStopSignal((signal) => void stop(signal));
+
+  const connected = await connectBackends(config, logger, { driverError: observer.driverError });
+  backends = connected;
+  if (stopping) return;
+
+  const probe = { observer, metrics: metrics.backends };
+  const server = buildApp(
+    {
+      plants: observedPlants(connected.plants, probe),
+      tokens: observedTokens(connected.tokens, probe),
+      ...(connected.limiter === undefined ? {} : { limiter: observedLimiter(connected.limiter, probe) }),
+      logger,
+      bodyLimit: config.bodyLimit,
+      metrics: metrics.http,
+      ...(config.metricsPort === undefined ? { metricsEndpoint: metrics.exposition } : {}),
+      ...(config.corsOrigins === undefined ? {} : { cors: corsPolicy(config.corsOrigins) }),
+      readinessTimeoutMs: config.readinessTimeoutMs,
+      maxPlantsPerOwner: config.maxPlantsPerOwner,
+    },
+    { ...defaultServerLimits, ...config.serverLimits },
+  );
+  // Counted before the app sees the request (prepended), so a request is in flight from its first line of work.
+  server.prependListener('request', (_req, res) => {
+    inFlight += 1;
+    res.once('close', requestDone);
+  });
+  api = server;
+  // Both listeners are bound before anything is printed: a HOST or port that cannot be used stops here (exit 1).
+  await listen(server, config.port, config.host, 'PORT');
+  if (config.metricsPort !== undefined) {
+    admin = metricsServer(metrics.exposition);
+    await listen(admin, config.metricsPort, config.host, 'METRICS_PORT');
+  }
+  if (stopping) return;
+
+  if (connected.generatedToken !== undefined) {
     process.stdout.write(
       `No AUTH_TOKENS configured: generated a token for this run (owner "local", scopes plants:read plants:write):\n` +
-        `${backends.generatedToken}\n`,
+        `${connected.generatedToken}\n`,
     );
   }
   if (config.storage.kind === 'memory') {
@@ -34,48 +196,22 @@ const main = async (): Promise<void> => {
       );
     }
   }
-
-  const server = buildApp(
-    { ...backends, logger, bodyLimit: config.bodyLimit, maxPlantsPerOwner: config.maxPlantsPerOwner },
-    { ...defaultServerLimits, ...config.serverLimits },
-  );
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ port: config.port, ...(config.host === undefined ? {} : { host: config.host }) }, resolve);
-  });
   const { address, port } = server.address() as AddressInfo;
+  const metricsPort = admin === undefined ? port : (admin.address() as AddressInfo).port;
   logger.info(
     {
+      pid: process.pid,
       address,
       port,
+      metricsPort,
       storage: config.storage.kind,
       auth: config.auth.kind,
+      cors: config.corsOrigins ?? 'off',
       maxPlantsPerOwner: config.maxPlantsPerOwner,
       ...(config.storage.kind === 'memory' ? { memoryMaxPlants: memoryMaxPlants(config.storage) } : {}),
     },
     'listening',
   );
-
-  let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping: finishing in-flight requests');
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    // Keep-alive sockets go as soon as they are idle; whatever is still busy at the bound is cut.
-    const idle = setInterval(() => server.closeIdleConnections(), 50);
-    const bound = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
-    server.closeIdleConnections();
-    await closed;
-    clearInterval(idle);
-    clearTimeout(bound);
-    await backends.close();
-    logger.info({}, 'stopped');
-    logger.flush();
-    process.exit(0);
-  };
-  process.on('SIGTERM', (s) => void stop(s));
-  process.on('SIGINT', (s) => void stop(s));
 };
 
 main().catch((e: unknown) => {

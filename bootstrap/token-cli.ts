@@ -1,8 +1,7 @@
 import './require-supported-node.js';
 import { parseArgs } from 'node:util';
 import * as E from 'fp-ts/lib/Either.js';
-import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
-import { redisTokenStore, type TokenGrant } from '../adapters/tokens/redis/redis-token-store.js';
+import type { TokenGrant } from '../adapters/tokens/redis/redis-token-store.js';
 import { Owner } from '../domain/plant.js';
 import { isScope, type Scope } from '../domain/principal.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -78,6 +77,9 @@ const run = async (): Promise<number> => {
   if (config.auth.kind !== 'redis') {
     throw new ConfigError(`AUTH: the token command needs AUTH=redis (got ${config.auth.kind}); for example AUTH=redis`);
   }
+  // The Redis driver is loaded only now: a usage or configuration error answers without paying for it.
+  const { closeRedis, redisConnection, whenReady } = await import('../adapters/redis/connection.js');
+  const { redisTokenStore } = await import('../adapters/tokens/redis/redis-token-store.js');
   const redis = redisConnection(config.auth.url, config.auth.timeoutMs);
   redis.on('error', () => undefined);
   try {

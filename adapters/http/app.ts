@@ -3,10 +3,20 @@ import { stringify } from 'lossless-json';
 import polka, { type Request } from 'polka';
 import type { Application } from '../../application/application.js';
 import type { Logger } from '../../application/ports/logger.js';
+import type { CorsPolicy } from './cors.js';
+import { docsSite } from './docs.js';
 import { createPlantHandler } from './handlers/create-plant.js';
 import { deletePlantHandler } from './handlers/delete-plant.js';
 import { listPlantsHandler } from './handlers/list-plants.js';
-import { healthHandler, openApiHandler, readinessHandler } from './handlers/operational.js';
+import {
+  docsAssetHandler,
+  docsPageHandler,
+  healthHandler,
+  metricsHandler,
+  openApiHandler,
+  readinessHandler,
+} from './handlers/operational.js';
+import type { HttpMetrics, MetricsExposition } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { authorizer } from './pipeline.js';
 import { exchangeOf, responder, type Exchange, type Handler } from './respond.js';
@@ -16,6 +26,12 @@ export interface HttpSettings {
   readonly logger: Logger;
   /** Largest accepted request body, in bytes. */
   readonly bodyLimit: number;
+  /** Per-response metrics; none in tests that do not need them. */
+  readonly metrics?: HttpMetrics;
+  /** GET /metrics on this listener; absent when metrics are served apart (METRICS_PORT) or not at all (404). */
+  readonly metricsEndpoint?: MetricsExposition;
+  /** CORS for the configured origins; absent: no CORS fields, OPTIONS is 405. */
+  readonly cors?: CorsPolicy;
 }
 
 // Exact, case-sensitive paths (polka's string patterns ignore case and a trailing slash).
@@ -24,24 +40,35 @@ const READYZ = /^\/readyz$/;
 const OPENAPI = /^\/openapi\.json$/;
 const PLANTS = /^\/plants$/;
 const PLANT = /^\/plants\/(?<id>[^/]*)$/;
+const METRICS = /^\/metrics$/;
+const DOCS = /^\/docs$/;
+const DOCS_ASSET = /^\/docs\/(?<asset>[^/]+)$/;
 
 /**
  * The HTTP edge: the routes of the service over the application. Each route names its template, runs its one
  * handler, and answers through the one responder; no business rule lives here (those are in application/ and
  * domain/), and no port is in reach (bootstrap/ binds them).
  */
-export const createHttpApp = (app: Application, { logger, bodyLimit }: HttpSettings) => {
-  const respond = responder(logger);
+export const createHttpApp = (app: Application, settings: HttpSettings) => {
+  const { logger, bodyLimit, cors } = settings;
+  const respond = responder({ logger, metrics: settings.metrics, cors });
   const authorize = authorizer(app, respond);
 
   const named =
     (route: string, handler: Handler) =>
     (req: Request, res: ServerResponse): Promise<void> | void =>
       handler(exchangeOf(req, route), res);
+  /** Any other method: 405 with Allow; an OPTIONS preflight from an allowed origin gets its CORS answer instead. */
   const methodNotAllowed = (path: string, allow: string) =>
-    named(`* ${path}`, (req, res) => respond.fail(req, res, { _tag: 'MethodNotAllowed', allow }));
+    named(`* ${path}`, (req, res) => {
+      const preflight = req.method === 'OPTIONS' ? cors?.preflight(req.headers, allow) : undefined;
+      if (preflight === undefined) return respond.fail(req, res, { _tag: 'MethodNotAllowed', allow });
+      req.route = `OPTIONS ${path}`;
+      respond.send(req, res, 204, undefined, preflight);
+    });
 
   const openApiJson = stringify(openApiDocument({ bodyLimit })) as string;
+  const docs = docsSite();
 
   return polka({
     onNoMatch: (req, res) => respond.fail(exchangeOf(req, 'unknown'), res, { _tag: 'RouteNotFound' }),
@@ -57,6 +84,12 @@ export const createHttpApp = (app: Application, { logger, bodyLimit }: HttpSetti
     .all(READYZ, methodNotAllowed('/readyz', 'GET, HEAD'))
     .get(OPENAPI, named('GET /openapi.json', openApiHandler(openApiJson, respond)))
     .all(OPENAPI, methodNotAllowed('/openapi.json', 'GET, HEAD'))
+    .get(METRICS, named('GET /metrics', metricsHandler(settings.metricsEndpoint, respond)))
+    .all(METRICS, methodNotAllowed('/metrics', 'GET, HEAD'))
+    .get(DOCS, named('GET /docs', docsPageHandler(docs, respond)))
+    .all(DOCS, methodNotAllowed('/docs', 'GET, HEAD'))
+    .get(DOCS_ASSET, named('GET /docs/{asset}', docsAssetHandler(docs, respond)))
+    .all(DOCS_ASSET, methodNotAllowed('/docs/{asset}', 'GET, HEAD'))
     .get(PLANTS, named('GET /plants', listPlantsHandler(app, respond, authorize)))
     .post(PLANTS, named('POST /plants', createPlantHandler(app, respond, authorize, bodyLimit)))
     .all(PLANTS, methodNotAllowed('/plants', 'GET, HEAD, POST'))

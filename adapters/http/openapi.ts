@@ -4,6 +4,7 @@ import { PAGE_DEFAULT, PAGE_MAX } from '../../application/use-cases/list-plants.
 import { TOKEN_MAX } from './auth.js';
 import { RETRY_AFTER_SECONDS } from './failures.js';
 import { JSON_LIMITS } from './json.js';
+import { withOperationalPaths } from './openapi-operations.js';
 
 /**
  * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:
@@ -41,7 +42,7 @@ const serverFailures = {
   '503': { $ref: '#/components/responses/Unavailable' },
 };
 
-export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
+const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
   openapi: '3.1.0',
   info: {
     title: 'Plant Store',
@@ -358,3 +359,6 @@ export const openApiDocument = ({ bodyLimit }: { readonly bodyLimit: number }) =
     },
   },
 });
+
+export const openApiDocument = (options: { readonly bodyLimit: number }) =>
+  withOperationalPaths(plantsDocument(options));

@@ -2,7 +2,10 @@ import type { ServerResponse } from 'node:http';
 import type { Request } from 'polka';
 import type { RateDecision } from '../../application/application.js';
 import type { Logger } from '../../application/ports/logger.js';
+import { rejectionReason } from './auth-log.js';
+import type { CorsPolicy } from './cors.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
+import type { HttpMetrics } from './metrics.js';
 import { requestIdFrom } from './request-id.js';
 
 /** What the edge keeps about one exchange, for its headers and its log line. */
@@ -31,23 +34,41 @@ export const exchangeOf = (req: Request, route: string): Exchange => {
 };
 
 export interface Responder {
-  /** Every response leaves through here: the common headers, one writeHead, then one log line. */
+  /**
+   * Every response leaves through here: the common headers (a given content-type or cache-control wins), one
+   * writeHead, then one metrics observation and one log line.
+   */
   readonly send: (
     req: Exchange,
     res: ServerResponse,
     status: number,
-    body: string | undefined,
+    body: string | Buffer | undefined,
     headers?: Readonly<Record<string, string>>,
   ) => void;
-  readonly ok: (req: Exchange, res: ServerResponse, body: string, headers?: Readonly<Record<string, string>>) => void;
+  readonly ok: (
+    req: Exchange,
+    res: ServerResponse,
+    body: string | Buffer,
+    headers?: Readonly<Record<string, string>>,
+  ) => void;
   readonly fail: (req: Exchange, res: ServerResponse, failure: Failure) => void;
 }
 
-export const responder = (logger: Logger): Responder => {
+export interface ResponderSettings {
+  readonly logger: Logger;
+  /** Per-response metrics; none in tests that do not need them. */
+  readonly metrics?: HttpMetrics | undefined;
+  /** CORS fields for allowed origins; none when CORS is off. */
+  readonly cors?: CorsPolicy | undefined;
+}
+
+export const responder = ({ logger, metrics, cors }: ResponderSettings): Responder => {
   const send: Responder['send'] = (req, res, status, body, headers) => {
     if (res.headersSent || res.destroyed) return;
     // One flat header list and one writeHead: cheaper than a setHeader per field.
-    const fields: string[] = ['x-request-id', req.id, 'cache-control', 'no-store', 'x-content-type-options', 'nosniff'];
+    const fields: string[] = ['x-request-id', req.id, 'x-content-type-options', 'nosniff'];
+    if (headers?.['cache-control'] === undefined) fields.push('cache-control', 'no-store');
+    if (cors !== undefined) cors.addResponseFields(req.headers.origin, fields);
     if (req.rate !== undefined) {
       const rate = rateLimitHeaders(req.rate);
       for (const name in rate) fields.push(name, rate[name] as string);
@@ -55,18 +76,14 @@ export const responder = (logger: Logger): Responder => {
     if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
     if (body === undefined) res.writeHead(status, fields).end();
     else {
-      fields.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
+      if (headers?.['content-type'] === undefined) fields.push('content-type', JSON_TYPE);
+      fields.push('content-length', String(Buffer.byteLength(body)));
       res.writeHead(status, fields).end(body);
     }
+    const ms = performance.now() - req.startedAt;
+    metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);
     logger.info(
-      {
-        reqId: req.id,
-        method: req.method,
-        route: req.route,
-        status,
-        ms: Math.round((performance.now() - req.startedAt) * 100) / 100,
-        owner: req.owner,
-      },
+      { reqId: req.id, method: req.method, route: req.route, status, ms: Math.round(ms * 100) / 100, owner: req.owner },
       'request',
     );
   };
@@ -75,6 +92,9 @@ export const responder = (logger: Logger): Responder => {
     ok: (req, res, body, headers) => send(req, res, 200, body, headers),
     fail: (req, res, failure) => {
       const { status, message, headers } = toResponse(failure);
+      if (failure._tag === 'MissingCredentials' || failure._tag === 'InvalidToken' || failure._tag === 'MissingScope') {
+        logger.debug({ reqId: req.id, reason: rejectionReason(failure, req.headers.authorization) }, 'token rejected');
+      }
       send(req, res, status, JSON.stringify({ error: status, message }), headers);
     },
   };

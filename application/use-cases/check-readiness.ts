@@ -3,13 +3,54 @@ import type { TokenVerifier } from '../ports/token-verifier.js';
 
 export type Backend = 'storage' | 'token store';
 
-/** The backends that do not answer now, by name (never by address); empty when the service is ready. */
-export const checkReadiness =
-  ({ plants, tokens }: { readonly plants: PlantRepository; readonly tokens: TokenVerifier }) =>
-  async (): Promise<readonly Backend[]> => {
-    const [storage, tokenStore] = await Promise.all([plants.ping(), tokens.ping()]);
-    const down: Backend[] = [];
-    if (storage._tag === 'Left') down.push('storage');
-    if (tokenStore._tag === 'Left') down.push('token store');
-    return down;
+/** Default bound on a readiness answer: well under the 1 s that probes (Kubernetes' default) wait. */
+export const READINESS_TIMEOUT_MS = 500;
+
+/**
+ * The backends that do not answer now, by name (never by address); empty when the service is ready. Every backend is
+ * pinged in parallel, and the answer comes within `timeoutMs` whatever they do: a ping still running then counts as
+ * not ready (a ping that throws too). A ping still running is shared by the checks that come meanwhile, so a hung
+ * backend gets one ping at a time, however often readiness is asked.
+ */
+export const checkReadiness = ({
+  plants,
+  tokens,
+  timeoutMs = READINESS_TIMEOUT_MS,
+}: {
+  readonly plants: PlantRepository;
+  readonly tokens: TokenVerifier;
+  readonly timeoutMs?: number;
+}) => {
+  const running = new Map<Backend, Promise<boolean>>();
+  const answers = (backend: Backend, ping: () => Promise<{ readonly _tag: 'Left' | 'Right' }>): Promise<boolean> => {
+    let pending = running.get(backend);
+    if (pending === undefined) {
+      pending = ping().then(
+        (result) => result._tag === 'Right',
+        () => false,
+      );
+      running.set(backend, pending);
+      void pending.finally(() => running.delete(backend));
+    }
+    return pending;
   };
+
+  return async (): Promise<readonly Backend[]> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      const [storage, tokenStore] = await Promise.all([
+        Promise.race([answers('storage', plants.ping), late]),
+        Promise.race([answers('token store', tokens.ping), late]),
+      ]);
+      const down: Backend[] = [];
+      if (!storage) down.push('storage');
+      if (!tokenStore) down.push('token store');
+      return down;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+};

@@ -12,7 +12,12 @@ import { principal } from '../support/fixtures.js';
 /** A logger that keeps its warnings. */
 const recording = () => {
   const warnings: string[] = [];
-  const logger: Logger = { info: () => {}, error: () => {}, warn: (_f, message) => warnings.push(message) };
+  const logger: Logger = {
+    debug: () => {},
+    info: () => {},
+    error: () => {},
+    warn: (_f, message) => warnings.push(message),
+  };
   return { logger, warnings };
 };
 

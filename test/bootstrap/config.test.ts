@@ -34,7 +34,32 @@ test('no variables at all is the embedded default', () => {
     maxPlantsPerOwner: 10000,
     auth: { kind: 'static', tokens: undefined },
     rateLimit: { max: 0, windowMs: 60000, store: 'memory', redisUrl: 'redis://127.0.0.1:6379', timeoutMs: 2000 },
+    readinessTimeoutMs: 500,
+    logFormat: 'json',
+    metricsPort: undefined,
+    corsOrigins: undefined,
   });
+});
+
+test('CORS_ORIGINS is * or a list of origins, each kept as its origin; anything else names the variable', () => {
+  assert.is(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');
+  assert.equal(loadConfig({ CORS_ORIGINS: 'https://App.example, http://localhost:5173/' }).corsOrigins, [
+    'https://app.example',
+    'http://localhost:5173',
+  ]);
+  for (const bad of ['app.example', 'https://app.example/path', 'ftp://app.example', 'https://u:p@app.example', ',']) {
+    assert.match(failure({ CORS_ORIGINS: bad }), /^CORS_ORIGINS: must be \* or a comma-separated list of origins/);
+  }
+});
+
+test('READINESS_TIMEOUT_MS, LOG_FORMAT and METRICS_PORT are decoded with their bounds', () => {
+  const config = loadConfig({ READINESS_TIMEOUT_MS: '250', LOG_FORMAT: 'pretty', METRICS_PORT: '9464' });
+  assert.is(config.readinessTimeoutMs, 250);
+  assert.is(config.logFormat, 'pretty');
+  assert.is(config.metricsPort, 9464);
+  assert.match(failure({ READINESS_TIMEOUT_MS: '5' }), /^READINESS_TIMEOUT_MS: must be an integer from 10 to 60000/);
+  assert.match(failure({ LOG_FORMAT: 'xml' }), /^LOG_FORMAT: must be one of json, pretty/);
+  assert.match(failure({ METRICS_PORT: 'x' }), /^METRICS_PORT: must be an integer from 0 to 65535/);
 });
 
 test('a bad value names the variable, the problem, the value and a good example', () => {

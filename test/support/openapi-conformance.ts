@@ -19,7 +19,12 @@ const templateOf = (path: string, doc: Doc): string | undefined => {
   const bare = path.split('?')[0] ?? '';
   if (bare in doc.paths) return bare;
   if (/^\/plants\/[^/]*$/.test(bare)) return '/plants/{id}';
-  return undefined;
+  // Any other templated path of the document (`/docs/{asset}`): a parameter is one path segment.
+  return Object.keys(doc.paths).find(
+    (t) =>
+      t.includes('{') &&
+      new RegExp(`^${t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`).test(bare),
+  );
 };
 
 export const conformance = (docText: string) => {
@@ -82,6 +87,12 @@ export const conformance = (docText: string) => {
     }
     if (media.content === undefined || method === 'HEAD') {
       assert.is(body, '', `${method} ${path} ${status} has no body`);
+      return;
+    }
+    if (!('application/json' in media.content)) {
+      // Operational pages (metrics text, the docs page and its files): the media type is one documented.
+      const type = headers.get('content-type')?.split(';')[0] ?? '';
+      assert.ok(type in media.content, `${method} ${path} ${status}: content-type ${type} is documented`);
       return;
     }
     assert.is(headers.get('content-type'), 'application/json; charset=utf-8');

@@ -28,8 +28,12 @@ export const runNode = (script: string, env: Record<string, string>, args: strin
   child.stderr.on('data', (c: Buffer) => {
     err += c.toString('utf8');
   });
+  // 'close', not 'exit': the process has exited AND its stdout and stderr are read to the end, so a test that
+  // awaits `exited` sees every line the process wrote.
+  let closed = false;
   const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
+    child.on('close', (code) => {
+      closed = true;
       for (const w of waiters) w();
       resolve(code);
     }),
@@ -45,7 +49,7 @@ export const runNode = (script: string, env: Record<string, string>, args: strin
         if (m) {
           clearTimeout(timer);
           resolve(m);
-        } else if (child.exitCode !== null) {
+        } else if (closed) {
           clearTimeout(timer);
           reject(new Error(`exited ${child.exitCode} before ${pattern}; stdout: ${out}; stderr: ${err}`));
         }

@@ -1,4 +1,6 @@
 import type { Application } from '../../../application/application.js';
+import type { docsSite } from '../docs.js';
+import type { MetricsExposition } from '../metrics.js';
 import type { Handler, Responder } from '../respond.js';
 
 /** GET /healthz: the process serves requests. */
@@ -21,3 +23,28 @@ export const openApiHandler =
   (documentJson: string, { ok }: Responder): Handler =>
   (req, res) =>
     ok(req, res, documentJson);
+
+/** GET /metrics: the Prometheus text, when served on this listener; otherwise no such resource. */
+export const metricsHandler =
+  (endpoint: MetricsExposition | undefined, { ok, fail }: Responder): Handler =>
+  async (req, res) => {
+    if (endpoint === undefined) return fail(req, res, { _tag: 'RouteNotFound' });
+    ok(req, res, await endpoint.scrape(), { 'content-type': endpoint.contentType });
+  };
+
+type Docs = ReturnType<typeof docsSite>;
+
+/** GET /docs: the API reference page, rendered in the browser from /openapi.json. */
+export const docsPageHandler =
+  (docs: Docs, { ok }: Responder): Handler =>
+  (req, res) =>
+    ok(req, res, docs.page.body, docs.page.headers);
+
+/** GET /docs/{asset}: the page's own scripts and styles, installed from npm (no CDN). */
+export const docsAssetHandler =
+  (docs: Docs, { ok, fail }: Responder): Handler =>
+  (req, res) => {
+    const asset = docs.asset(req.params['asset'] ?? '');
+    if (asset === undefined) return fail(req, res, { _tag: 'RouteNotFound' });
+    ok(req, res, asset.body, asset.headers);
+  };

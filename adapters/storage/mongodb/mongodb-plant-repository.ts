@@ -115,6 +115,8 @@ const guarded =
 export interface MongoPlantStore {
   readonly repository: PlantRepository;
   readonly close: () => Promise<void>;
+  /** The driver's client, for its monitoring events (bootstrap logs the reason of a failed heartbeat). */
+  readonly client: MongoClient;
 }
 
 /**
@@ -224,5 +226,5 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
     );
   });
 
-  return { repository, close: () => client.close() };
+  return { repository, close: () => client.close(), client };
 };

@@ -3,6 +3,7 @@ import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import { createRemoteJWKSet, errors, importSPKI, jwtVerify, type JWTVerifyGetKey, type JWTPayload } from 'jose';
 import { tokenStoreUnavailable } from '../../../application/errors.js';
+import type { Logger } from '../../../application/ports/logger.js';
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
 import { isScope, type Principal, type Scope } from '../../../domain/principal.js';
@@ -21,6 +22,8 @@ export interface JwtOptions {
   readonly clockToleranceSeconds: number;
   /** Bound on fetching the JWKS. */
   readonly timeoutMs: number;
+  /** Where a rejected token's reason goes (debug): the check that failed, never the token. */
+  readonly logger?: Pick<Logger, 'debug'>;
 }
 
 /**
@@ -72,9 +75,13 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
           ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
           ...(options.audience === undefined ? {} : { audience: options.audience }),
         });
-        return E.right(O.fromNullable(principalOf(payload)));
+        const principal = principalOf(payload);
+        if (principal === undefined)
+          options.logger?.debug({ reason: 'owner, sub or scope claim malformed' }, 'JWT rejected');
+        return E.right(O.fromNullable(principal));
       } catch (e) {
         if (unavailable(e)) return E.left(tokenStoreUnavailable);
+        if (e instanceof errors.JOSEError) options.logger?.debug({ reason: e.code, detail: e.message }, 'JWT rejected');
         return E.right(O.none);
       }
     },

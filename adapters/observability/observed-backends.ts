@@ -1,0 +1,159 @@
+import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
+import type { Logger } from '../../application/ports/logger.js';
+import type { PlantRepository } from '../../application/ports/plant-repository.js';
+import type { RateLimiter } from '../../application/ports/rate-limiter.js';
+import type { TokenVerifier } from '../../application/ports/token-verifier.js';
+import type { BackendMetrics, CallOutcome } from './metrics.js';
+
+/**
+ * Decorators around the ports that reach a backend, built once in bootstrap so that no adapter has to: each call is
+ * timed into the metrics, and the backend's availability is tracked from the outcomes. An outage is logged once when
+ * it starts (warn, with the driver's reason) and once when it ends (info, with its length), at most one outage line
+ * per backend every `throttleMs`; flapping beyond that is counted into the next line instead of flooding the log.
+ */
+
+export type BackendName = 'storage' | 'token store' | 'rate limiter';
+
+export interface BackendObserver {
+  /** A driver's own report of trouble (a failed heartbeat, a connection error): the reason of the next outage line. */
+  readonly driverError: (backend: BackendName, reason: string) => void;
+  readonly answered: (backend: BackendName) => void;
+  readonly failed: (backend: BackendName, reason: string) => void;
+}
+
+/** How long a driver's report stays the likely reason of a failure. */
+const REASON_FRESH_MS = 30_000;
+
+/** Never a credential in a log line: a URL's user information is masked, and a reason is kept short. */
+export const redact = (reason: string): string =>
+  reason
+    .replace(/\/\/[^/@\s]*@/g, '//***@')
+    .replace(/\s+/g, ' ')
+    .slice(0, 300);
+
+interface State {
+  up: boolean | undefined;
+  downSince: number;
+  lastLineAt: number;
+  /** Whether this outage's first line was held back by the throttle (then its recovery is too). */
+  quiet: boolean;
+  notLogged: number;
+  driverReason: { readonly text: string; readonly at: number } | undefined;
+}
+
+export const backendObserver = ({
+  logger,
+  metrics,
+  throttleMs = 10_000,
+  now = Date.now,
+}: {
+  readonly logger: Logger;
+  readonly metrics?: BackendMetrics;
+  readonly throttleMs?: number;
+  readonly now?: () => number;
+}): BackendObserver => {
+  const states = new Map<BackendName, State>();
+  const stateOf = (backend: BackendName): State => {
+    let s = states.get(backend);
+    if (s === undefined) {
+      s = { up: undefined, downSince: 0, lastLineAt: -Infinity, quiet: false, notLogged: 0, driverReason: undefined };
+      states.set(backend, s);
+    }
+    return s;
+  };
+  return {
+    driverError: (backend, reason) => {
+      stateOf(backend).driverReason = { text: redact(reason), at: now() };
+    },
+    answered: (backend) => {
+      const s = stateOf(backend);
+      if (s.up === true) return;
+      const wasDown = s.up === false;
+      s.up = true;
+      metrics?.setUp(backend, true);
+      if (wasDown && !s.quiet) logger.info({ backend, downForMs: now() - s.downSince }, `${backend} recovered`);
+    },
+    failed: (backend, reason) => {
+      const s = stateOf(backend);
+      if (s.up === false) return;
+      const at = now();
+      s.up = false;
+      s.downSince = at;
+      metrics?.setUp(backend, false);
+      if (at - s.lastLineAt < throttleMs) {
+        s.quiet = true;
+        s.notLogged += 1;
+        return;
+      }
+      const driver =
+        s.driverReason !== undefined && at - s.driverReason.at <= REASON_FRESH_MS ? s.driverReason : undefined;
+      logger.warn(
+        {
+          backend,
+          reason: driver?.text ?? redact(reason),
+          ...(s.notLogged > 0 ? { outagesNotLogged: s.notLogged } : {}),
+        },
+        `${backend} unavailable`,
+      );
+      s.lastLineAt = at;
+      s.quiet = false;
+      s.notLogged = 0;
+    },
+  };
+};
+
+interface Probe {
+  readonly observer: BackendObserver;
+  readonly metrics: BackendMetrics | undefined;
+}
+
+const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/** Times one call of a TaskEither port and reports its outcome. A thrown error is reported, then thrown again. */
+const timed =
+  <E, A>(probe: Probe, backend: BackendName, operation: string, task: TaskEither<E, A>): TaskEither<E, A> =>
+  async () => {
+    const started = performance.now();
+    const report = (outcome: CallOutcome) => {
+      const ms = performance.now() - started;
+      probe.metrics?.observeCall(backend, operation, outcome, ms / 1000);
+      return ms;
+    };
+    let result;
+    try {
+      result = await task();
+    } catch (e) {
+      report('error');
+      probe.observer.failed(backend, describe(e));
+      throw e;
+    }
+    if (result._tag === 'Right') {
+      report('ok');
+      probe.observer.answered(backend);
+    } else {
+      const ms = report('unavailable');
+      probe.observer.failed(backend, `no answer (gave up after ${Math.round(ms)} ms)`);
+    }
+    return result;
+  };
+
+export const observedPlants = (plants: PlantRepository, probe: Probe): PlantRepository => ({
+  insert: (owner, plant, maxPlants) => timed(probe, 'storage', 'insert', plants.insert(owner, plant, maxPlants)),
+  page: (owner, after, limit) => timed(probe, 'storage', 'page', plants.page(owner, after, limit)),
+  remove: (owner, id) => timed(probe, 'storage', 'remove', plants.remove(owner, id)),
+  ping: timed(probe, 'storage', 'ping', plants.ping),
+});
+
+export const observedTokens = (tokens: TokenVerifier, probe: Probe): TokenVerifier => ({
+  verify: (token) => timed(probe, 'token store', 'verify', tokens.verify(token)),
+  ping: timed(probe, 'token store', 'ping', tokens.ping),
+});
+
+/** The limiter, timed and reported like the other backends; every refusal it decides is counted too. */
+export const observedLimiter = (limiter: RateLimiter, probe: Probe): RateLimiter => ({
+  consume: (key) => async () => {
+    const decision = await timed(probe, 'rate limiter', 'consume', limiter.consume(key))();
+    if (decision._tag === 'Right' && !decision.right.allowed) probe.metrics?.rateLimited();
+    return decision;
+  },
+});

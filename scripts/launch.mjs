@@ -1,0 +1,40 @@
+// `npm start` and `npm run token`: node scripts/launch.mjs dist/<entry>.js [args...]
+// Builds first only when a source is newer than dist/ (scripts/build.mjs), then runs the entry point in this same
+// process, so that the signals npm forwards reach the service itself (package.json starts this with `exec`, so no
+// shell stays in between either). Production runs `node dist/bootstrap/main.js` directly (see README).
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { abortBuild, ensureBuilt, root } from './build.mjs';
+
+const [entry] = process.argv.splice(2, 1);
+if (entry === undefined) {
+  process.stderr.write('usage: node scripts/launch.mjs dist/<entry>.js [args...]\n');
+  process.exit(2);
+}
+
+// A signal during the build stops it: nothing was serving yet, so this is an ordinary shutdown.
+const stopBuild = () => {
+  abortBuild();
+  process.exit(0);
+};
+process.on('SIGINT', stopBuild);
+process.on('SIGTERM', stopBuild);
+
+try {
+  await ensureBuilt();
+} catch (e) {
+  process.stderr.write(`build: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+}
+
+// An unsupported Node.js is refused with one line before the entry point's modules are even linked (a Node.js too
+// old to link them would otherwise fail with a linker error instead).
+await import(pathToFileURL(resolve(root, 'dist/bootstrap/require-supported-node.js')).href);
+
+// The entry point sees the argv it would see when run as `node dist/<entry>.js args...`.
+process.argv[1] = resolve(root, entry);
+// The service's own signal handlers (bootstrap/signals.js) take over before its module graph loads.
+if (entry.endsWith('bootstrap/main.js')) await import(pathToFileURL(resolve(root, 'dist/bootstrap/signals.js')).href);
+process.off('SIGINT', stopBuild);
+process.off('SIGTERM', stopBuild);
+await import(pathToFileURL(resolve(root, entry)).href);

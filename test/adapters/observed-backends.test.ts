@@ -1,0 +1,137 @@
+import * as E from 'fp-ts/lib/Either.js';
+import * as TE from 'fp-ts/lib/TaskEither.js';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { storageUnavailable } from '../../application/errors.js';
+import type { PlantRepository } from '../../application/ports/plant-repository.js';
+import type { RateLimiter } from '../../application/ports/rate-limiter.js';
+import {
+  backendObserver,
+  observedLimiter,
+  observedPlants,
+  redact,
+} from '../../adapters/observability/observed-backends.js';
+import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
+import { serviceMetrics, type BackendMetrics } from '../../adapters/observability/metrics.js';
+import { Owner } from '../../domain/plant.js';
+import { parseExposition } from '../support/prometheus-text.js';
+
+const test = suite('backend observer: outages logged once, throttled, with the reason');
+
+interface Line {
+  readonly level: string;
+  readonly fields: Record<string, unknown>;
+  readonly message: string;
+}
+
+const harness = (throttleMs = 10_000, metrics?: BackendMetrics) => {
+  const lines: Line[] = [];
+  const at = (level: string) => (fields: object, message: string) =>
+    lines.push({ level, fields: fields as Record<string, unknown>, message });
+  let clock = 1_000_000;
+  const observer = backendObserver({
+    logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
+    throttleMs,
+    now: () => clock,
+    ...(metrics === undefined ? {} : { metrics }),
+  });
+  return { observer, lines, advance: (ms: number) => (clock += ms) };
+};
+
+test('an outage is one warning with its reason, however many calls fail, and one line when it ends', () => {
+  const { observer, lines, advance } = harness();
+  observer.answered('storage');
+  for (let i = 0; i < 100; i++) observer.failed('storage', 'no answer (gave up after 2000 ms)');
+  advance(3_500);
+  observer.answered('storage');
+  observer.answered('storage');
+  assert.equal(lines, [
+    {
+      level: 'warn',
+      fields: { backend: 'storage', reason: 'no answer (gave up after 2000 ms)' },
+      message: 'storage unavailable',
+    },
+    { level: 'info', fields: { backend: 'storage', downForMs: 3_500 }, message: 'storage recovered' },
+  ]);
+});
+
+test("the driver's own recent report is the reason; credentials in it are masked", () => {
+  const { observer, lines } = harness();
+  observer.driverError('token store', 'connect ECONNREFUSED for redis://admin:hunter2@cache:6379');
+  observer.failed('token store', 'no answer (gave up after 1 ms)');
+  assert.is(lines[0]?.fields['reason'], 'connect ECONNREFUSED for redis://***@cache:6379');
+  assert.not.match(JSON.stringify(lines), /hunter2/);
+  assert.is(redact('mongodb://u:p@h1,h2/db'), 'mongodb://***@h1,h2/db');
+});
+
+test('a flapping backend logs at most one outage per throttle window, and counts the others', () => {
+  const { observer, lines, advance } = harness(10_000);
+  for (let i = 0; i < 20; i++) {
+    observer.failed('token store', 'down');
+    advance(100);
+    observer.answered('token store');
+    advance(100);
+  }
+  assert.equal(
+    lines.map((l) => l.message),
+    ['token store unavailable', 'token store recovered'],
+    'the first outage and its end; the 19 after it within 4 s are held back',
+  );
+  advance(10_000);
+  observer.failed('token store', 'down');
+  assert.is(lines.length, 3);
+  assert.is(lines[2]?.fields['outagesNotLogged'], 19);
+});
+
+test('each backend is tracked apart', () => {
+  const { observer, lines } = harness();
+  observer.failed('storage', 'a');
+  observer.failed('rate limiter', 'b');
+  assert.equal(
+    lines.map((l) => l.message),
+    ['storage unavailable', 'rate limiter unavailable'],
+  );
+});
+
+test('the decorated ports time every call into the metrics and report availability', async () => {
+  const metrics = serviceMetrics();
+  const { observer, lines } = harness(10_000, metrics.backends);
+  const probe = { observer, metrics: metrics.backends };
+  const owner = Owner.from('o');
+  assert.ok(owner._tag === 'Right');
+  let down = false;
+  const memory = memoryPlantRepository();
+  const flaky: PlantRepository = {
+    ...memory,
+    page: (o, a, l) => (down ? TE.left(storageUnavailable) : memory.page(o, a, l)),
+  };
+  const plants = observedPlants(flaky, probe);
+  await plants.page(owner.right, undefined, 10)();
+  down = true;
+  await plants.page(owner.right, undefined, 10)();
+  let allowed = false;
+  const limiter: RateLimiter = {
+    consume: () => async () => E.right({ allowed, limit: 1, remaining: 0, resetSeconds: 1 }),
+  };
+  await observedLimiter(limiter, probe).consume('k')();
+  allowed = true;
+  await observedLimiter(limiter, probe).consume('k')();
+  const m = parseExposition(await metrics.exposition.scrape());
+  assert.is(
+    m.value('plantstore_backend_call_duration_seconds_count', { backend: 'storage', operation: 'page', outcome: 'ok' }),
+    1,
+  );
+  assert.is(
+    m.value('plantstore_backend_call_duration_seconds_count', {
+      backend: 'storage',
+      operation: 'page',
+      outcome: 'unavailable',
+    }),
+    1,
+  );
+  assert.is(m.value('plantstore_backend_up', { backend: 'storage' }), 0);
+  assert.is(m.value('plantstore_rate_limit_rejections_total'), 1);
+  assert.match(String(lines[0]?.fields['reason']), /^no answer \(gave up after \d+ ms\)$/);
+});
+
+test.run();

@@ -1,0 +1,171 @@
+import { connect } from 'node:net';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { hungListener } from '../support/hung.js';
+import { runNode, type Started } from '../support/process.js';
+
+const test = suite('the service process: start-up, readiness and shutdown');
+
+const TOKEN = 'lifecycle-token';
+const base = {
+  PORT: '0',
+  HOST: '127.0.0.1',
+  AUTH_TOKENS: JSON.stringify([{ token: TOKEN, owner: 'o', subject: 's', scopes: ['plants:read', 'plants:write'] }]),
+};
+const portOf = (stdout: string): number => Number(/"port":(\d+)/.exec(stdout)?.[1]);
+const messages = (stdout: string): string[] =>
+  stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => (JSON.parse(l) as { msg: string }).msg);
+
+/** Whether something accepts connections on the port now. */
+const accepting = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+
+const listening = async (svc: Started): Promise<number> => {
+  await svc.waitFor(/"msg":"listening"/);
+  return portOf(svc.stdout());
+};
+
+test('a HOST that is not an address of this machine stops start-up with exit 1, one line naming HOST, and no token printed', async () => {
+  // 192.0.2.1 (TEST-NET-1) is never a local address: binding to it fails at once, with no traffic.
+  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '192.0.2.1' });
+  assert.is(await svc.exited, 1);
+  assert.match(
+    svc.stderr(),
+    /^config: HOST: cannot listen on "192\.0\.2\.1" \(EADDRNOTAVAIL: [^\n]*\); for example HOST=127\.0\.0\.1\n$/,
+  );
+  assert.not.match(svc.stdout(), /generated a token/);
+  assert.not.match(svc.stdout(), /"msg":"listening"/);
+});
+
+test('SIGTERM during start-up, while the token store does not answer, exits 0 without ever listening', async () => {
+  const redis = await hungListener();
+  try {
+    const svc = runNode('bootstrap/main.js', {
+      ...base,
+      AUTH: 'redis',
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      AUTH_TIMEOUT_MS: '30000',
+    });
+    await svc.waitFor(/"msg":"starting"/);
+    await new Promise((r) => setTimeout(r, 300)); // inside the wait for Redis
+    const sent = Date.now();
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+    assert.ok(Date.now() - sent < 15_000, 'it did not wait for the 30 s token store bound');
+    assert.equal(messages(svc.stdout()), ['starting', 'stopping during start-up', 'stopped']);
+  } finally {
+    await redis.close();
+  }
+});
+
+test('shutdown log lines come in order, and nothing listens afterwards', async () => {
+  const svc = runNode('bootstrap/main.js', base);
+  const port = await listening(svc);
+  assert.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+  svc.child.kill('SIGINT');
+  assert.is(await svc.exited, 0);
+  const msgs = messages(svc.stdout());
+  assert.equal(msgs.slice(msgs.indexOf('listening')), [
+    'listening',
+    'request',
+    'stopping: finishing in-flight requests',
+    'in-flight requests finished',
+    'backends closed',
+    'stopped',
+  ]);
+  assert.is(await accepting(port), false);
+});
+
+test('a process whose stdout reader is gone exits 0 on SIGTERM, the first failed write being at shutdown', async () => {
+  // pino's default (asynchronous) destination flushed at exit with a loop that retried EPIPE forever: this hung.
+  const svc = runNode('bootstrap/main.js', base);
+  const port = await listening(svc);
+  svc.child.stdout.destroy();
+  await new Promise((r) => setTimeout(r, 50));
+  svc.child.kill('SIGTERM');
+  const exit = await Promise.race([
+    svc.exited,
+    new Promise((r) => setTimeout(() => r('still running after 10 s'), 10_000)),
+  ]);
+  svc.child.kill('SIGKILL');
+  assert.is(exit, 0);
+  assert.is(await accepting(port), false);
+});
+
+test('a process whose stdout is a closed pipe still serves, drains on SIGTERM and exits 0', async () => {
+  const svc = runNode('bootstrap/main.js', base);
+  const port = await listening(svc);
+  svc.child.stdout.destroy(); // the reader goes away: every log line from now on meets EPIPE
+  for (let i = 0; i < 20; i++) assert.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+  svc.child.kill('SIGTERM');
+  assert.is(await svc.exited, 0);
+  assert.is(svc.stderr(), '');
+  assert.is(await accepting(port), false);
+});
+
+test('/readyz answers within its bound when storage accepts connections and never answers', async () => {
+  const mongo = await hungListener();
+  const svc = runNode('bootstrap/main.js', {
+    ...base,
+    STORAGE: 'mongodb',
+    MONGODB_URI: `mongodb://127.0.0.1:${mongo.port}`,
+    STORAGE_TIMEOUT_MS: '10000',
+    READINESS_TIMEOUT_MS: '250',
+  });
+  try {
+    const port = await listening(svc);
+    for (let i = 0; i < 3; i++) {
+      const sent = performance.now();
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+      const ms = performance.now() - sent;
+      assert.is(res.status, 503);
+      assert.equal(await res.json(), { error: 503, message: 'not ready: storage does not answer' });
+      assert.ok(ms < 1000, `answered in ${Math.round(ms)} ms, within 1 s (storage's own bound is 10 s)`);
+    }
+  } finally {
+    svc.child.kill('SIGKILL');
+    await mongo.close();
+  }
+});
+
+test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on storage and its close included', async () => {
+  const mongo = await hungListener();
+  const svc = runNode('bootstrap/main.js', {
+    ...base,
+    STORAGE: 'mongodb',
+    MONGODB_URI: `mongodb://127.0.0.1:${mongo.port}`,
+    STORAGE_TIMEOUT_MS: '30000',
+    SHUTDOWN_TIMEOUT_MS: '1000',
+  });
+  try {
+    const port = await listening(svc);
+    const hung = fetch(`http://127.0.0.1:${port}/plants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: '{"id": 1, "name": "Fern"}',
+    }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 300));
+    const sent = Date.now();
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+    assert.ok(Date.now() - sent < 10_000, `stopped in ${Date.now() - sent} ms, not at the 30 s storage bound`);
+    assert.ok((await hung) instanceof Error, 'the request still running at the bound was cut');
+    assert.match(svc.stdout(), /"cutRequests":1,"msg":"shutdown bound reached: cutting the requests still running"/);
+    assert.match(svc.stdout(), /"msg":"stopped"/);
+  } finally {
+    svc.child.kill('SIGKILL');
+    await mongo.close();
+  }
+});
+
+test.run();

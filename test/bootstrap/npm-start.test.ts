@@ -1,0 +1,125 @@
+import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as assert from 'uvu/assert';
+import { distRoot } from '../support/process.js';
+import { suiteWith, type Setup } from '../support/suites.js';
+
+/**
+ * `npm start` itself, as a user runs it: npm, then (through `exec`, no shell left in between) the service. A signal
+ * sent to the npm process must reach the service, which drains and exits 0, so that npm exits 0 and nothing is
+ * left listening or running.
+ */
+const root = join(distRoot, '..');
+const TOKEN = 'npm-start-token';
+
+const builder = (await import(pathToFileURL(join(root, 'scripts', 'build.mjs')).href)) as { isStale: () => boolean };
+const setup: Setup<{ root: string }> = builder.isStale()
+  ? (() => {
+      const reason = 'dist/ is older than the sources, and npm start would compile first (run npm run build)';
+      if (process.env['CI'] === 'true') throw new Error(`CI=true and ${reason}`);
+      return { skip: reason };
+    })()
+  : async () => ({ root });
+
+const { test, run } = suiteWith('npm start', setup);
+
+interface NpmStart {
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  readonly exited: Promise<number | null>;
+  readonly kill: (signal: NodeJS.Signals) => void;
+  readonly listening: Promise<{ port: number; pid: number }>;
+}
+
+const npmStart = (): NpmStart => {
+  const child = spawn('npm', ['start'], {
+    cwd: root,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '/tmp',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      AUTH_TOKENS: JSON.stringify([
+        { token: TOKEN, owner: 'o', subject: 's', scopes: ['plants:read', 'plants:write'] },
+      ]),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const listening = new Promise<{ port: number; pid: number }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`npm start did not listen in 30 s: ${out} ${err}`)), 30_000);
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const line = /\{[^\n]*"msg":"listening"[^\n]*\}/.exec(out);
+      if (line !== null) {
+        clearTimeout(timer);
+        const { port, pid } = JSON.parse(line[0]) as { port: number; pid: number };
+        resolve({ port, pid });
+      }
+    });
+    child.once('exit', () => reject(new Error(`npm exited before listening: ${out} ${err}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  return { stdout: () => out, stderr: () => err, exited, kill: (s) => child.kill(s), listening };
+};
+
+const accepting = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+
+const running = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+test('SIGTERM to the npm process drains the request in flight, then npm exits 0 and nothing is left', async () => {
+  const npm = npmStart();
+  const { port, pid } = await npm.listening;
+  assert.not.match(npm.stderr(), /compiling/, 'a built checkout starts without compiling');
+  const body = '{"id": 1, "name": "late"}';
+  const busy = connect(port, '127.0.0.1');
+  await new Promise((r) => busy.once('connect', r));
+  busy.write(
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+  );
+  await new Promise((r) => setTimeout(r, 100));
+  npm.kill('SIGTERM');
+  let answer = '';
+  busy.on('data', (c: Buffer) => (answer += c.toString()));
+  const closed = new Promise((r) => busy.once('close', r));
+  const until = Date.now() + 10_000;
+  while (!/"msg":"stopping/.test(npm.stdout()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  busy.write(body);
+  await closed;
+  assert.match(answer, /^HTTP\/1\.1 200 OK/);
+  assert.is(await npm.exited, 0);
+  assert.match(npm.stdout(), /"msg":"stopped"/);
+  assert.is(await accepting(port), false, 'nothing listens on the port');
+  assert.is(running(pid), false, 'the service process is gone');
+});
+
+test('SIGINT to the npm process (Ctrl-C) stops the service the same way', async () => {
+  const npm = npmStart();
+  const { port, pid } = await npm.listening;
+  assert.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+  npm.kill('SIGINT');
+  assert.is(await npm.exited, 0);
+  assert.is(await accepting(port), false);
+  assert.is(running(pid), false);
+});
+
+run();

@@ -7,7 +7,7 @@
 # so the `npm` and `npx` written here run npm's own npm-cli.js and npx-cli.js with the wheel's node.
 set -euo pipefail
 VERSION=24.19.0
-DIR="${PLANT_STORE_NODE24_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/plant-store/node-$VERSION}"
+DIR="${PLANT_STORE_NODE24_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/plant-store/node-$VERSION}"
 BIN="$DIR/bin"
 
 works() {

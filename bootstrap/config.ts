@@ -3,7 +3,9 @@ import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import * as t from 'io-ts';
 import { defaultServerLimits } from '../adapters/http/server.js';
+import { isBearerToken, TOKEN_MAX } from '../domain/credentials.js';
 import { isScope, type Scope } from '../domain/principal.js';
+import { hasControlCharacter } from '../domain/text.js';
 import { jsonParser, numberSource, REPEATED_MEMBER } from '../adapters/http/json.js';
 
 /**
@@ -133,8 +135,6 @@ const oneOf =
 const HostC = (raw: string) =>
   /^[A-Za-z0-9.:_-]{1,253}$/.test(raw) ? E.right(raw) : E.left('must be a host name or IP address');
 
-const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
-
 const ScopeC = new t.Type<Scope, string, unknown>(
   'Scope',
   (u): u is Scope => typeof u === 'string' && isScope(u),
@@ -150,7 +150,7 @@ const nonEmpty = (what: string, max: number) =>
     what,
     (u): u is string => typeof u === 'string',
     (u, c) =>
-      typeof u === 'string' && u.length >= 1 && u.length <= max && !/[\u0000-\u001f\u007f]/.test(u)
+      typeof u === 'string' && u.length >= 1 && u.length <= max && !hasControlCharacter(u)
         ? t.success(u)
         : t.failure(u, c, `${what} must be a string of 1 to ${max} characters`),
     (s) => s,
@@ -160,9 +160,9 @@ const TokenSecret = new t.Type<string, string, unknown>(
   'token',
   (u): u is string => typeof u === 'string',
   (u, c) =>
-    typeof u === 'string' && u.length <= 4096 && B64TOKEN.test(u)
+    typeof u === 'string' && isBearerToken(u)
       ? t.success(u)
-      : t.failure(u, c, 'token must be an RFC 6750 b64token of at most 4096 characters'),
+      : t.failure(u, c, `token must be an RFC 6750 b64token of at most ${TOKEN_MAX} characters`),
   (s) => s,
 );
 

@@ -4,6 +4,8 @@ import * as E from 'fp-ts/lib/Either.js';
 import type { TokenGrant } from '../adapters/tokens/redis/redis-token-store.js';
 import { Owner } from '../domain/plant.js';
 import { isScope, type Scope } from '../domain/principal.js';
+import { isBearerToken } from '../domain/credentials.js';
+import { hasControlCharacter } from '../domain/text.js';
 import { ConfigError, loadConfig } from './config.js';
 
 /**
@@ -22,8 +24,7 @@ type Command =
 const parseCommand = (argv: string[]): Command => {
   const [verb, ...rest] = argv;
   if (verb === 'revoke') {
-    if (rest.length !== 1 || !/^[A-Za-z0-9\-._~+/]+=*$/.test(rest[0] as string))
-      throw new UsageError('revoke takes one token');
+    if (rest.length !== 1 || !isBearerToken(rest[0] as string)) throw new UsageError('revoke takes one token');
     return { kind: 'revoke', token: rest[0] as string };
   }
   if (verb !== 'issue')
@@ -47,7 +48,7 @@ const parseCommand = (argv: string[]): Command => {
   const owner = Owner.from(values.owner ?? '');
   if (E.isLeft(owner)) throw new UsageError(`--owner ${owner.left.rule}`);
   const subject = values.subject ?? '';
-  if (subject.length < 1 || subject.length > 256 || /[\u0000-\u001f\u007f]/.test(subject)) {
+  if (subject.length < 1 || subject.length > 256 || hasControlCharacter(subject)) {
     throw new UsageError('--subject must be 1 to 256 characters without control characters');
   }
   const scopes = (values.scopes ?? '').split(',').filter((s) => s !== '');

@@ -1,6 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { int64FromDecimal, int64FromJsonNumber, isInt64, type Int64Reading } from './int64.js';
 import type { FieldRuleBroken } from './errors.js';
+import { hasControlCharacter } from './text.js';
 
 /** Nominal typing: a value of a branded type has passed its smart constructor. */
 declare const brand: unique symbol;
@@ -43,10 +44,6 @@ export const PlantId = {
   fromDecimal: (field: string, text: string) => idFromReading(field)(int64FromDecimal(text)),
 } as const;
 
-// Control characters are C0 (U+0000..U+001F) and DEL (U+007F). C1 controls and format characters are allowed,
-// as the contract names only these.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
 const NON_BLANK = /\S/u;
 
 const countCodePoints = (s: string): number => {
@@ -66,7 +63,7 @@ const text =
     // every check below reads at most 2 * max units, whatever the size of the string.
     const length = s.length > 2 * max ? max + 1 : countCodePoints(s);
     if (length < 1 || length > max) return E.left(broken(field, `must be 1 to ${max} characters`));
-    if (CONTROL.test(s)) return E.left(broken(field, 'must not contain control characters'));
+    if (hasControlCharacter(s)) return E.left(broken(field, 'must not contain control characters'));
     if (!NON_BLANK.test(s)) return E.left(broken(field, 'must contain a non-whitespace character'));
     if (!s.isWellFormed()) return E.left(broken(field, 'must be well-formed Unicode (no lone surrogates)'));
     return E.right(s as Brand<string, B>);
@@ -78,7 +75,7 @@ export const PlantTag = { max: TAG_MAX, from: text<'PlantTag'>(TAG_MAX) } as con
 export const Owner = {
   /** Owners come from trusted principals; the rule only keeps empty and oversized keys out of every store. */
   from: (s: string): E.Either<FieldRuleBroken, Owner> =>
-    s.length >= 1 && s.length <= 256 && !CONTROL.test(s) && s.isWellFormed()
+    s.length >= 1 && s.length <= 256 && !hasControlCharacter(s) && s.isWellFormed()
       ? E.right(s as Owner)
       : E.left(broken('owner', 'must be 1 to 256 characters without control characters')),
 } as const;

@@ -1,6 +1,6 @@
-/** RFC 6750 `b64token`. Its character classes are disjoint, so the match is linear. */
-const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
-export const TOKEN_MAX = 4096;
+import { isBearerToken, TOKEN_MAX } from '../../domain/credentials.js';
+
+export { TOKEN_MAX };
 const SCHEME = 'bearer';
 const SPACE = 0x20;
 
@@ -19,5 +19,5 @@ export const bearerToken = (header: string | undefined): string | undefined => {
   const length = header.length - start;
   if (length < 1 || length > TOKEN_MAX) return undefined;
   const token = header.slice(start);
-  return B64TOKEN.test(token) ? token : undefined;
+  return isBearerToken(token) ? token : undefined;
 };

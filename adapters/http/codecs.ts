@@ -4,6 +4,7 @@ import * as t from 'io-ts';
 import { isLosslessNumber } from 'lossless-json';
 import type { FieldRuleBroken } from '../../domain/errors.js';
 import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../domain/plant.js';
+import type { ListPlantsQuery } from '../../application/use-cases/list-plants.js';
 import { decodeCursor } from './cursor.js';
 
 /**
@@ -113,11 +114,6 @@ const CursorParam = field<PlantId | undefined>('cursor', (_key, u) => {
   return given.right === undefined ? E.right(undefined) : decodeCursor(given.right);
 });
 
-export interface ListQueryInput {
-  readonly limit?: number;
-  readonly after?: PlantId;
-}
-
 /** Decodes one named input with its codec, so a failure names that input. */
 const decodeNamed = <A>(
   codec: t.Type<A, unknown, unknown>,
@@ -125,12 +121,10 @@ const decodeNamed = <A>(
   value: unknown,
 ): E.Either<FieldRuleBroken, A> => E.mapLeft(describe)(codec.validate(value, [{ key, type: codec, actual: value }]));
 
-const noQuery: ListQueryInput = {};
+const noQuery: ListPlantsQuery = {};
 
 /** `limit` and `cursor` of GET /plants; other parameters are ignored. */
-export const decodeListQuery = (
-  query: Readonly<Record<string, unknown>>,
-): E.Either<FieldRuleBroken, ListQueryInput> => {
+const decodeListQuery = (query: Readonly<Record<string, unknown>>): E.Either<FieldRuleBroken, ListPlantsQuery> => {
   const { limit: rawLimit, cursor: rawCursor } = query;
   if (rawLimit === undefined && rawCursor === undefined) return E.right(noQuery);
   const limit = decodeNamed(LimitParam, 'limit', rawLimit);
@@ -151,7 +145,7 @@ const allOrNothing = (values: string[]): string | string[] | undefined =>
  * (URLSearchParams, linear in the query's length, which Node's header size limit bounds), never a truncated view:
  * polka's `req.query` (querystring) stops at 1000 parameters, so a `limit` after them would go unseen.
  */
-export const decodeListSearch = (search: string): E.Either<FieldRuleBroken, ListQueryInput> => {
+export const decodeListSearch = (search: string): E.Either<FieldRuleBroken, ListPlantsQuery> => {
   if (search.length <= 1) return E.right(noQuery);
   const params = new URLSearchParams(search);
   return decodeListQuery({

@@ -1,0 +1,134 @@
+import { hash } from 'node:crypto';
+import * as E from 'fp-ts/lib/Either.js';
+import * as t from 'io-ts';
+import { jsonParser, numberSource, REPEATED_MEMBER } from '../../adapters/http/json.js';
+import { isBearerToken, TOKEN_MAX } from '../../domain/credentials.js';
+import { isScope, type Scope } from '../../domain/principal.js';
+import { hasControlCharacter } from '../../domain/text.js';
+
+/** One entry of AUTH_TOKENS, decoded: the secret (as given, or its SHA-256) and the principal it stands for. */
+export interface StaticTokenEntry {
+  readonly secret: { readonly token: string } | { readonly sha256: string };
+  readonly owner: string;
+  readonly subject: string;
+  readonly scopes: readonly Scope[];
+}
+
+const ScopeCodec = new t.Type<Scope, string, unknown>(
+  'Scope',
+  (u): u is Scope => typeof u === 'string' && isScope(u),
+  (u, c) =>
+    typeof u === 'string' && isScope(u)
+      ? t.success(u)
+      : t.failure(u, c, 'scopes must be plants:read and/or plants:write'),
+  (s) => s,
+);
+
+const nonEmptyCodec = (what: string, max: number) =>
+  new t.Type<string, string, unknown>(
+    what,
+    (u): u is string => typeof u === 'string',
+    (u, c) =>
+      typeof u === 'string' && u.length >= 1 && u.length <= max && !hasControlCharacter(u)
+        ? t.success(u)
+        : t.failure(u, c, `${what} must be a string of 1 to ${max} characters`),
+    (s) => s,
+  );
+
+const TokenSecretCodec = new t.Type<string, string, unknown>(
+  'token',
+  (u): u is string => typeof u === 'string',
+  (u, c) =>
+    typeof u === 'string' && isBearerToken(u)
+      ? t.success(u)
+      : t.failure(u, c, `token must be an RFC 6750 b64token of at most ${TOKEN_MAX} characters`),
+  (s) => s,
+);
+
+const Sha256HexCodec = new t.Type<string, string, unknown>(
+  'sha256',
+  (u): u is string => typeof u === 'string',
+  (u, c) =>
+    typeof u === 'string' && /^[0-9a-fA-F]{64}$/.test(u)
+      ? t.success(u.toLowerCase())
+      : t.failure(u, c, 'sha256 must be 64 hex digits'),
+  (s) => s,
+);
+
+const EntryFieldsCodec = t.type({
+  owner: nonEmptyCodec('owner', 256),
+  subject: nonEmptyCodec('subject', 256),
+  scopes: t.array(ScopeCodec),
+});
+const PlainEntryCodec = t.intersection([t.type({ token: TokenSecretCodec }), EntryFieldsCodec]);
+const HashedEntryCodec = t.intersection([t.type({ sha256: Sha256HexCodec }), EntryFieldsCodec]);
+const ENTRY_MEMBERS: readonly string[] = ['token', 'sha256', 'owner', 'subject', 'scopes'];
+const ENTRY_SHAPE = 'must be an object with "token" or "sha256", and "owner", "subject", "scopes"';
+
+/**
+ * One entry: exactly one secret member picks its codec (so an error speaks of the member that is there), and any
+ * member not in ENTRY_MEMBERS is refused: a misspelt member ("scope", "sha-256") would otherwise be ignored silently.
+ */
+const readTokenEntry = (item: unknown): E.Either<string, StaticTokenEntry> => {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return E.left(ENTRY_SHAPE);
+  const unknownMember = Object.keys(item).find((key) => !ENTRY_MEMBERS.includes(key));
+  if (unknownMember !== undefined) {
+    return E.left(
+      `unknown member ${JSON.stringify(unknownMember.slice(0, 40))} (allowed: ${ENTRY_MEMBERS.join(', ')})`,
+    );
+  }
+  const hasToken = Object.hasOwn(item, 'token');
+  const hasSha256 = Object.hasOwn(item, 'sha256');
+  if (hasToken && hasSha256) return E.left('give either "token" or "sha256", not both');
+  if (!hasToken && !hasSha256) return E.left(ENTRY_SHAPE);
+  const decoded: E.Either<t.Errors, StaticTokenEntry> = hasToken
+    ? E.map((e: t.TypeOf<typeof PlainEntryCodec>) => ({ ...fieldsOf(e), secret: { token: e.token } }))(
+        PlainEntryCodec.decode(item),
+      )
+    : E.map((e: t.TypeOf<typeof HashedEntryCodec>) => ({ ...fieldsOf(e), secret: { sha256: e.sha256 } }))(
+        HashedEntryCodec.decode(item),
+      );
+  return E.mapLeft((errors: t.Errors) => errors.map((e) => e.message).find((m) => m !== undefined) ?? ENTRY_SHAPE)(
+    decoded,
+  );
+};
+
+const fieldsOf = (e: t.TypeOf<typeof EntryFieldsCodec>) => ({ owner: e.owner, subject: e.subject, scopes: e.scopes });
+
+/** The SHA-256 (lower-case hex) that an entry's secret is known by, whichever way it was given. */
+const secretHash = (entry: StaticTokenEntry): string =>
+  'token' in entry.secret ? hash('sha256', entry.secret.token, 'hex') : entry.secret.sha256;
+
+/** AUTH_TOKENS is parsed like a request body: duplicate members are refused, not silently resolved to the last. */
+const parseTokensJson = jsonParser({ numbers: numberSource, limits: { maxDepth: 8, maxValues: 1_000_000 } });
+
+/**
+ * The static token set. Anything ambiguous stops start-up: a repeated member, an entry with both secrets, a
+ * malformed sha256, an unknown member, or one secret listed twice (as two tokens, a token and its sha256, or two
+ * sha256 values in any letter case), which would otherwise let the last entry silently decide the principal.
+ */
+export const readAuthTokens = (raw: string): E.Either<string, readonly StaticTokenEntry[]> => {
+  const parsed = parseTokensJson(Buffer.from(raw, 'utf8'));
+  if (E.isLeft(parsed)) {
+    // The parser's own messages may quote the text, which holds secrets: only the repeated member is named.
+    return E.left(
+      parsed.left.reason === REPEATED_MEMBER ? 'an entry repeats a member' : 'must be a JSON array of token entries',
+    );
+  }
+  const json = parsed.right;
+  if (!Array.isArray(json)) return E.left('must be a JSON array of token entries');
+  const entries: StaticTokenEntry[] = [];
+  const entryOfSecret = new Map<string, number>();
+  for (const [i, item] of (json as unknown[]).entries()) {
+    const decoded = readTokenEntry(item);
+    if (E.isLeft(decoded)) return E.left(`entry ${i + 1}: ${decoded.left}`);
+    const secret = secretHash(decoded.right);
+    const earlier = entryOfSecret.get(secret);
+    if (earlier !== undefined) {
+      return E.left(`entries ${earlier + 1} and ${i + 1} have the same secret; list each secret once`);
+    }
+    entryOfSecret.set(secret, i);
+    entries.push(decoded.right);
+  }
+  return E.right(entries);
+};

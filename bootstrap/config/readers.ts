@@ -1,0 +1,123 @@
+import * as E from 'fp-ts/lib/Either.js';
+import { pipe } from 'fp-ts/lib/function.js';
+
+/**
+ * How one environment variable is read: its reader (raw text to value, or what is wrong with it), default, example
+ * and secrecy; and the readers the variables share. A reader is a plain function `(raw) => Either<problem, value>`.
+ */
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** One variable: how to read it, its default, a good example, and whether its value is secret. */
+export interface Variable<A> {
+  readonly name: string;
+  readonly read: (raw: string) => E.Either<string, A>;
+  readonly fallback: A;
+  readonly example: string;
+  readonly secret?: boolean;
+}
+
+export class ConfigError extends Error {}
+
+export const get = <A>(env: Env, v: Variable<A>): A => {
+  const raw = env[v.name];
+  if (raw === undefined || raw === '') return v.fallback;
+  return pipe(
+    v.read(raw),
+    E.getOrElseW((problem) => {
+      const shown = v.secret ? '' : ` (got ${JSON.stringify(raw.length > 80 ? raw.slice(0, 80) + '…' : raw)})`;
+      throw new ConfigError(`${v.name}: ${problem}${shown}; for example ${v.name}=${v.example}`);
+    }),
+  );
+};
+
+export const readInteger = (min: number, max: number) => (raw: string) => {
+  const n = Number(raw);
+  return /^[0-9]+$/.test(raw) && Number.isSafeInteger(n) && n >= min && n <= max
+    ? E.right(n)
+    : E.left(`must be an integer from ${min} to ${max}`);
+};
+
+export const readOneOf =
+  <T extends string>(values: readonly T[]) =>
+  (raw: string): E.Either<string, T> =>
+    (values as readonly string[]).includes(raw) ? E.right(raw as T) : E.left(`must be one of ${values.join(', ')}`);
+
+export const readHost = (raw: string) =>
+  /^[A-Za-z0-9.:_-]{1,253}$/.test(raw) ? E.right(raw) : E.left('must be a host name or IP address');
+
+export const readMongoUri = (raw: string) =>
+  /^mongodb(\+srv)?:\/\/[^\s]+$/.test(raw)
+    ? E.right(raw)
+    : E.left('must be a mongodb:// or mongodb+srv:// connection string');
+
+export const readDbName = (raw: string) =>
+  /^[A-Za-z0-9_-]{1,63}$/.test(raw) ? E.right(raw) : E.left('must be 1 to 63 letters, digits, "_" or "-"');
+
+export const readWriteConcern = (raw: string): E.Either<string, 'majority' | number> =>
+  raw === 'majority'
+    ? E.right('majority')
+    : pipe(
+        readInteger(1, 50)(raw),
+        E.mapLeft(() => 'must be majority or a number of members from 1 to 50'),
+      );
+
+export const readRedisUrl = (raw: string) =>
+  /^rediss?:\/\/[^\s]*$/.test(raw) ? E.right(raw) : E.left('must be a redis:// or rediss:// URL');
+
+export const readHttpUrl = (raw: string) => {
+  try {
+    const url = new URL(raw);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? E.right(raw) : E.left('must be an http(s) URL');
+  } catch {
+    return E.left('must be an http(s) URL');
+  }
+};
+
+export const readJwtSecret = (raw: string) =>
+  raw.length >= 32 ? E.right(raw) : E.left('must be at least 32 characters (256 bits)');
+
+/** A PEM public key; `\n` escapes are accepted so the key fits on one line of an env file. */
+export const readPem = (raw: string) => {
+  const pem = raw.replace(/\\n/g, '\n');
+  return /-----BEGIN PUBLIC KEY-----[\s\S]+-----END PUBLIC KEY-----/.test(pem)
+    ? E.right(pem)
+    : E.left('must be a PEM public key (-----BEGIN PUBLIC KEY----- ...)');
+};
+
+export const readClaim = (raw: string) =>
+  /^[A-Za-z0-9_:.\/-]{1,100}$/.test(raw) ? E.right(raw) : E.left('must be a claim name');
+export const readText = (raw: string) =>
+  raw.length <= 1000 ? E.right(raw) : E.left('must be at most 1000 characters');
+
+/** `*`, or a comma-separated list of origins (`https://app.example`, `http://localhost:5173`), each kept as its origin. */
+export const readCorsOrigins = (raw: string): E.Either<string, '*' | readonly string[]> => {
+  if (raw.trim() === '*') return E.right('*');
+  const origins: string[] = [];
+  for (const item of raw.split(',')) {
+    const text = item.trim();
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      url = undefined;
+    }
+    if (
+      url === undefined ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.username !== '' ||
+      url.password !== '' ||
+      url.pathname !== '/' ||
+      url.search !== '' ||
+      url.hash !== '' ||
+      text.length > 300
+    ) {
+      return E.left('must be * or a comma-separated list of origins (scheme://host[:port], no path)');
+    }
+    origins.push(url.origin);
+  }
+  return E.right([...new Set(origins)]);
+};
+
+export const readBoolean = (raw: string) =>
+  raw === 'true' ? E.right(true) : raw === 'false' ? E.right(false) : E.left('must be true or false');

@@ -1,11 +1,15 @@
 import * as E from 'fp-ts/lib/Either.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import * as t from 'io-ts';
-import { MongoClient, MongoError, MongoServerError, type Collection, type WriteConcernSettings } from 'mongodb';
+import { MongoClient, MongoServerError, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
 import { storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
 import type { InsertOutcome, PlantPage, PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import { PlantId, PlantName, PlantTag, plant, type Owner, type Plant } from '../../../domain/plant.js';
+import { isUnavailable } from './mongodb-errors.js';
+import { INDEX_NAME, IndexUnusable, uniqueIndex } from './unique-index.js';
+
+export { INDEX_NAME };
 
 export interface MongoOptions {
   readonly uri: string;
@@ -15,10 +19,20 @@ export interface MongoOptions {
   readonly writeConcern: 'majority' | number;
   readonly journal: boolean;
   readonly logger: Logger;
+  /** How often a running service checks that the unique index is still there (default 30 s). */
+  readonly indexRecheckMs?: number;
+  /** First wait before asking again for an index the server refused; doubles up to 60 s (default 1 s). */
+  readonly indexRetryMs?: number;
 }
 
-/** The stored document: one per plant, unique on (owner, id), `id` a BSON int64. */
+/**
+ * The stored document: one per plant, unique on (owner, id), `id` a BSON int64. `_id` is the driver's ObjectId, new
+ * for every create: a delete names the exact document it decided to delete by `_id`, so a delete that reaches the
+ * server late can never remove a plant created again under that id afterwards (which has another `_id`). A derived
+ * `_id` would not do: FerretDB deletes and updates by first reading the matching `_id`s, then writing by `_id`.
+ */
 interface PlantDocument {
+  _id?: ObjectId;
   owner: string;
   id: bigint;
   name: string;
@@ -26,7 +40,6 @@ interface PlantDocument {
 }
 
 export const COLLECTION = 'plants';
-export const INDEX_NAME = 'owner_1_id_1_unique';
 const DUPLICATE_KEY = 11000;
 
 /** Anything read back is decoded again: a document that breaks a domain rule is a fault, not a plant. */
@@ -50,44 +63,52 @@ const decodeStored = (doc: unknown): Plant => {
 /** The adapter's own bound on a call, for a driver that does not give up in time. */
 class DeadlineExceeded extends Error {}
 
-/**
- * Errors that mean "the store did not answer in time or at all": the network, server selection, timeouts, pool
- * clearing, an unsatisfied write concern, a shutting-down server. Anything else is a bug and is thrown.
- */
-const isUnavailable = (e: unknown): boolean => {
-  if (!(e instanceof MongoError)) return e instanceof DeadlineExceeded;
-  const name = e.constructor.name;
-  if (/Network|ServerSelection|Timeout|PoolCleared|NotConnected|TopologyClosed|ServerClosed|ServerShutdown/.test(name))
-    return true;
-  if (e.hasErrorLabel('RetryableWriteError') || e.hasErrorLabel('ResetPool')) return true;
-  if (e instanceof MongoServerError) {
-    // 50 MaxTimeMSExpired, 64 WriteConcernFailed, 91 ShutdownInProgress, 189 PrimarySteppedDown,
-    // 262 ExceededTimeLimit, 10107/13435 not primary, 11600/11602 interrupted
-    return (
-      [50, 64, 91, 189, 10107, 13435, 11600, 11602, 262].includes(Number(e.code)) ||
-      e.errInfo?.['writeConcern'] !== undefined
-    );
-  }
-  return false;
-};
+/** One call under its deadline: `signal` aborts the driver's reads at the deadline, `check` stops further steps. */
+interface Call {
+  readonly signal: AbortSignal;
+  /** Throws once the deadline has passed: a step after it is never sent (its answer would go to nobody). */
+  readonly check: () => void;
+}
 
-/** Runs a driver call under a hard deadline and turns unavailability into StorageUnavailable. */
+const unavailable = (e: unknown): boolean =>
+  e instanceof DeadlineExceeded || e instanceof IndexUnusable || isUnavailable(e);
+
+/**
+ * Runs a driver call under a hard deadline and turns unavailability into StorageUnavailable. At the deadline the
+ * caller is answered 503 ("outcome unknown") while a command already sent may still reach the server, and no further
+ * command of the call is sent. Landing late is harmless by construction: a late delete removes only the document it
+ * decided on (see `remove`), a late insert stores the plant it was asked to store, as an identical retry would.
+ */
 const guarded =
-  <A>(timeoutMs: number, run: () => Promise<A>): TE.TaskEither<StorageUnavailable, A> =>
+  <A>(timeoutMs: number, run: (call: Call) => Promise<A>): TE.TaskEither<StorageUnavailable, A> =>
   async () => {
+    const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DeadlineExceeded('storage deadline exceeded')), timeoutMs);
+      timer = setTimeout(() => {
+        const exceeded = new DeadlineExceeded('storage deadline exceeded');
+        controller.abort(exceeded);
+        reject(exceeded);
+      }, timeoutMs);
     });
+    const call: Call = {
+      signal: controller.signal,
+      check: () => {
+        if (controller.signal.aborted) throw new DeadlineExceeded('storage deadline exceeded');
+      },
+    };
     try {
-      return E.right(await Promise.race([run(), deadline]));
+      return E.right(await Promise.race([run(call), deadline]));
     } catch (e) {
-      if (isUnavailable(e)) return E.left(storageUnavailable);
+      if (unavailable(e)) return E.left(storageUnavailable);
       throw e;
     } finally {
       clearTimeout(timer);
     }
   };
+
+/** How long close() waits for the driver before it lets go (a hanging server must not hold shutdown). */
+const CLOSE_BOUND_MS = 1000;
 
 export interface MongoPlantStore {
   readonly repository: PlantRepository;
@@ -101,7 +122,7 @@ export interface MongoPlantStore {
  * start-up the service still starts, reports not ready, and creates the index when the server answers.
  */
 export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
-  const { timeoutMs } = options;
+  const { timeoutMs, logger } = options;
   const client = new MongoClient(options.uri, {
     useBigInt64: true,
     serverSelectionTimeoutMS: timeoutMs,
@@ -114,6 +135,13 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
     appName: 'plant-store',
   });
   const collection: Collection<PlantDocument> = client.db(options.db).collection<PlantDocument>(COLLECTION);
+  const index = uniqueIndex(collection, {
+    logger,
+    namespace: `${options.db}.${COLLECTION}`,
+    retryMinMs: options.indexRetryMs ?? 1000,
+    retryMaxMs: 60_000,
+    recheckMs: options.indexRecheckMs ?? 30_000,
+  });
   const writeConcern: WriteConcernSettings = {
     w: options.writeConcern,
     journal: options.journal,
@@ -121,56 +149,67 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
   };
   const maxTimeMS = timeoutMs;
 
-  let ready: Promise<void> | undefined;
+  let connected: Promise<unknown> | undefined;
   /**
-   * Connects and creates the unique index, once; a failed attempt is forgotten so the next call tries again. The
-   * explicit connect matters: when the driver's implicit first connect fails, its topology stays closed and every
-   * later call fails with MongoTopologyClosedError even after the server is back. Once connected, the driver
+   * Connects once (a failed attempt is forgotten so the next call tries again), then makes sure of the unique index.
+   * The explicit connect matters: when the driver's implicit first connect fails, its topology stays closed and
+   * every later call fails with MongoTopologyClosedError even after the server is back. Once connected, the driver
    * reconnects by itself.
    */
-  const ensureReady = (): Promise<void> => {
-    ready ??= client
-      .connect()
-      .then(() => collection.createIndex({ owner: 1, id: 1 }, { unique: true, name: INDEX_NAME }))
-      .then(() => undefined)
-      .catch((e: unknown) => {
-        ready = undefined;
-        throw e;
-      });
-    return ready;
+  const ensureReady = async (): Promise<void> => {
+    connected ??= client.connect().catch((e: unknown) => {
+      connected = undefined;
+      throw e;
+    });
+    await connected;
+    await index.ensure();
   };
 
-  const findStored = async (owner: Owner, id: PlantId): Promise<Plant | undefined> => {
-    const doc = await collection.findOne({ owner, id }, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS });
+  const findStored = async (owner: Owner, id: PlantId, call: Call): Promise<Plant | undefined> => {
+    const doc = await collection.findOne(
+      { owner, id },
+      { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS, signal: call.signal },
+    );
     return doc === null ? undefined : decodeStored(doc);
   };
 
   const repository: PlantRepository = {
     insert: (owner, p) =>
-      guarded(timeoutMs, async (): Promise<InsertOutcome> => {
+      guarded(timeoutMs, async (call): Promise<InsertOutcome> => {
         await ensureReady();
-        const doc: PlantDocument =
-          p.tag === undefined ? { owner, id: p.id, name: p.name } : { owner, id: p.id, name: p.name, tag: p.tag };
         // A plant deleted between our failed insert and the read is gone: try the insert again (bounded).
         for (let attempt = 0; attempt < 3; attempt++) {
+          call.check();
+          const _id = new ObjectId();
+          const doc: PlantDocument =
+            p.tag === undefined
+              ? { _id, owner, id: p.id, name: p.name }
+              : { _id, owner, id: p.id, name: p.name, tag: p.tag };
           try {
-            await collection.insertOne({ ...doc }, { writeConcern, maxTimeMS });
-            return { _tag: 'Inserted' };
+            await collection.insertOne(doc, { writeConcern, maxTimeMS });
           } catch (e) {
             if (!(e instanceof MongoServerError && e.code === DUPLICATE_KEY)) throw e;
+            call.check();
+            const stored = await findStored(owner, p.id, call);
+            if (stored !== undefined) return { _tag: 'Exists', stored };
+            continue;
           }
-          const stored = await findStored(owner, p.id);
-          if (stored !== undefined) return { _tag: 'Exists', stored };
+          // The insert counts once the unique index is confirmed in place after it: a collection dropped under the
+          // service (and created again, without the index, by an insert) would otherwise take a second plant with
+          // this id. Not confirmed: the insert is taken back and the caller gets a 503.
+          if (await index.confirm()) return { _tag: 'Inserted' };
+          await collection.deleteOne({ _id }, { writeConcern, maxTimeMS });
+          throw new IndexUnusable('the unique index could not be confirmed after an insert');
         }
         throw new Error('insert kept colliding with a plant that was deleted before it could be read');
       }),
 
     page: (owner, after, limit) =>
-      guarded(timeoutMs, async (): Promise<PlantPage> => {
+      guarded(timeoutMs, async (call): Promise<PlantPage> => {
         await ensureReady();
         const filter = after === undefined ? { owner } : { owner, id: { $gt: after } };
         const docs = await collection
-          .find(filter, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS })
+          .find(filter, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS, signal: call.signal })
           .sort({ id: 1 })
           .limit(limit + 1)
           .toArray();
@@ -178,26 +217,56 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
         return { plants: (more ? docs.slice(0, limit) : docs).map(decodeStored), more };
       }),
 
+    // Two steps: find the exact document stored now, then delete that document (by its `_id`) and no other. A delete
+    // held up on the way and sent before the deadline can only remove the plant that existed when it was decided; a
+    // plant created again under that id has another `_id` and is out of its reach. No step is sent after the deadline.
     remove: (owner, id) =>
-      guarded(timeoutMs, async () => {
+      guarded(timeoutMs, async (call) => {
         await ensureReady();
-        const result = await collection.deleteOne({ owner, id }, { writeConcern, maxTimeMS });
+        call.check();
+        const found = await collection.findOne(
+          { owner, id },
+          { projection: { _id: 1 }, maxTimeMS, signal: call.signal },
+        );
+        if (found === null) return false;
+        call.check();
+        const result = await collection.deleteOne({ _id: found._id }, { writeConcern, maxTimeMS });
+        // 0: another delete took that plant between our two steps; it is gone, as after a delete ordered after that one.
         return result.deletedCount === 1;
       }),
 
-    ping: guarded(timeoutMs, async () => {
+    ping: guarded(timeoutMs, async (call) => {
       await ensureReady();
-      await client.db(options.db).command({ ping: 1 });
+      await client.db(options.db).command({ ping: 1 }, { signal: call.signal });
+      await index.recheck();
     }),
   };
 
-  // Start connecting now, without making start-up wait on it; failures show in /readyz and as 503s.
+  // Start connecting now, without making start-up wait on it; failures show in /readyz and as 503s. An index the
+  // server refuses has logged its own line.
   void ensureReady().catch((e: unknown) => {
-    options.logger.warn(
-      { err: e instanceof Error ? e.message : String(e) },
-      'storage not reachable yet; will retry on demand',
-    );
+    if (e instanceof IndexUnusable) return;
+    logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'storage not reachable yet; will retry on demand');
   });
 
-  return { repository, close: () => client.close() };
+  // A running service notices a dropped collection (and its index) without waiting for a request to ask.
+  const recheckTimer = setInterval(() => void index.recheck().catch(() => undefined), options.indexRecheckMs ?? 30_000);
+  recheckTimer.unref();
+
+  return {
+    repository,
+    // Bounded: with a server that hangs, the driver's close would wait for its own timeouts (ending sessions on the
+    // server). Operations still in flight fail with the driver's closed-client errors, which are 503s.
+    close: async () => {
+      clearInterval(recheckTimer);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        client.close().catch(() => undefined),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, Math.min(CLOSE_BOUND_MS, timeoutMs));
+        }),
+      ]);
+      clearTimeout(timer);
+    },
+  };
 };

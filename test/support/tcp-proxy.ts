@@ -59,7 +59,9 @@ export const startTcpProxy = async (targetPort: number, targetHost = '127.0.0.1'
       client.destroy();
       return;
     }
-    const upstream = connect({ port: targetPort, host: targetHost, allowHalfOpen: true });
+    const upstream = connect({ port: targetPort, host: targetHost, allowHalfOpen: true, noDelay: true });
+    // No Nagle: a small write held back waiting for an ACK (up to 40 ms) would be a delay the test did not ask for.
+    client.setNoDelay(true);
     const id = nextId++;
     let sent = '';
     let upHeld = false;

@@ -262,6 +262,31 @@ test('the unique index dropped alone under a running service comes back by itsel
   }
 });
 
+test('the unique index dropped alone: the next create notices in its own round trip and puts it back first', async (ctx) => {
+  const { uri, admin } = subject(ctx);
+  const { logger, lines } = capture();
+  const { db, store } = storeOn(uri, logger, { indexRecheckMs: 3_600_000 });
+  const repo = store.repository;
+  try {
+    const owner = freshOwner();
+    assert.equal(await right(repo.insert(owner, aPlant(1n, 'a'))), { _tag: 'Inserted' });
+    await admin.db(db).collection(COLLECTION).dropIndex(INDEX_NAME);
+    assert.equal(await right(repo.insert(owner, aPlant(2n, 'b'))), { _tag: 'Inserted' });
+    const indexes = await admin.db(db).collection(COLLECTION).listIndexes().toArray();
+    assert.ok(
+      indexes.some((i) => i['name'] === INDEX_NAME && i['unique'] === true),
+      'back before the 200',
+    );
+    assert.equal(await right(repo.insert(owner, aPlant(1n, 'c'))), { _tag: 'Exists', stored: aPlant(1n, 'a') });
+    assert.is(lines.filter((l) => l.level === 'warn' && /went missing/.test(l.message)).length, 1);
+    assert.equal((await right(repo.page(owner, undefined, 10))).plants, [aPlant(1n, 'a'), aPlant(2n, 'b')]);
+    assert.is(await admin.db(db).collection(COLLECTION).countDocuments({ probe: true }), 0, 'no probe is left behind');
+  } finally {
+    await store.close();
+    await admin.db(db).dropDatabase();
+  }
+});
+
 test('a store that is closed answers unavailable, not a fault', async (ctx) => {
   const { uri } = subject(ctx);
   const { logger } = capture();

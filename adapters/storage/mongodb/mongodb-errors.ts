@@ -53,6 +53,9 @@ export const UNAVAILABLE_CODES: ReadonlyMap<number, string> = new Map([
 /** Write-concern failures that are configuration, not weather: waiting will not help (a fault, logged as one). */
 const MISCONFIGURED_WRITE_CONCERN = new Set([79 /* UnknownReplWriteConcern */, 100 /* UnsatisfiableWriteConcern */]);
 
+/** Whether a write concern error with this code means "not confirmed yet" (503) rather than a misconfiguration. */
+export const writeConcernUnavailable = (code: number): boolean => !MISCONFIGURED_WRITE_CONCERN.has(code);
+
 /** Labels by which the driver or the server say "this did not go through now; it may be retried". */
 const UNAVAILABLE_LABELS: readonly string[] = [
   MongoErrorLabel.RetryableWriteError,
@@ -89,6 +92,6 @@ export const isUnavailable = (e: unknown): boolean => {
   }
   if (e instanceof MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
   if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
-  if (e instanceof MongoWriteConcernError) return !MISCONFIGURED_WRITE_CONCERN.has(Number(e.code));
+  if (e instanceof MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
   return e instanceof MongoServerError && UNAVAILABLE_CODES.has(Number(e.code));
 };

@@ -1,13 +1,13 @@
 import * as E from 'fp-ts/lib/Either.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import * as t from 'io-ts';
-import { MongoClient, MongoServerError, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
+import { MongoClient, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
 import { storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
 import type { InsertOutcome, PlantPage, PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import { PlantId, PlantName, PlantTag, plant, type Owner, type Plant } from '../../../domain/plant.js';
-import { isUnavailable } from './mongodb-errors.js';
-import { INDEX_NAME, IndexUnusable, uniqueIndex } from './unique-index.js';
+import { isUnavailable, writeConcernUnavailable } from './mongodb-errors.js';
+import { INDEX_NAME, IndexUnusable, SENTINEL_ID, SENTINEL_OWNER, uniqueIndex } from './unique-index.js';
 
 export { INDEX_NAME };
 
@@ -42,6 +42,22 @@ interface PlantDocument {
 export const COLLECTION = 'plants';
 const DUPLICATE_KEY = 11000;
 
+/** What the server answers to an `insert` command (write errors and write concern errors are in the answer). */
+const InsertReply = t.intersection([
+  t.type({ n: t.number }),
+  t.partial({
+    writeErrors: t.array(t.type({ index: t.number, code: t.number })),
+    writeConcernError: t.type({ code: t.number }),
+  }),
+]);
+
+/** The write was applied but the write concern did not confirm it (in time): outcome unknown, unless misconfigured. */
+class WriteConcernUnconfirmed extends Error {
+  constructor(readonly code: number) {
+    super(`write concern not confirmed (code ${code})`);
+  }
+}
+
 /** Anything read back is decoded again: a document that breaks a domain rule is a fault, not a plant. */
 const StoredPlant = t.intersection([
   t.type({ id: t.union([t.bigint, t.number]), name: t.string }),
@@ -71,7 +87,10 @@ interface Call {
 }
 
 const unavailable = (e: unknown): boolean =>
-  e instanceof DeadlineExceeded || e instanceof IndexUnusable || isUnavailable(e);
+  e instanceof DeadlineExceeded ||
+  e instanceof IndexUnusable ||
+  (e instanceof WriteConcernUnconfirmed && writeConcernUnavailable(e.code)) ||
+  isUnavailable(e);
 
 /**
  * Runs a driver call under a hard deadline and turns unavailability into StorageUnavailable. At the deadline the
@@ -134,8 +153,11 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
     retryReads: true,
     appName: 'plant-store',
   });
-  const collection: Collection<PlantDocument> = client.db(options.db).collection<PlantDocument>(COLLECTION);
-  const index = uniqueIndex(collection, {
+  const db = client.db(options.db);
+  const collection: Collection<PlantDocument> = db.collection<PlantDocument>(COLLECTION);
+  /** The same collection, untyped: it also holds the unique index's sentinel and, briefly, probes. */
+  const documents = db.collection(COLLECTION);
+  const index = uniqueIndex(documents, {
     logger,
     namespace: `${options.db}.${COLLECTION}`,
     retryMinMs: options.indexRetryMs ?? 1000,
@@ -185,21 +207,41 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
             p.tag === undefined
               ? { _id, owner, id: p.id, name: p.name }
               : { _id, owner, id: p.id, name: p.name, tag: p.tag };
-          try {
-            await collection.insertOne(doc, { writeConcern, maxTimeMS });
-          } catch (e) {
-            if (!(e instanceof MongoServerError && e.code === DUPLICATE_KEY)) throw e;
+          // The plant, then a probe that only the unique index refuses (see unique-index.ts), in one ordered command
+          // (a raw `insert`, so that its answer says exactly which document was refused and why).
+          const probe = { _id: new ObjectId(), owner: SENTINEL_OWNER, id: SENTINEL_ID, probe: true };
+          const answer = InsertReply.decode(
+            await db.command({
+              insert: COLLECTION,
+              documents: [doc, probe],
+              ordered: true,
+              writeConcern: { w: options.writeConcern, j: options.journal, wtimeout: timeoutMs },
+              maxTimeMS,
+            }),
+          );
+          if (E.isLeft(answer)) throw new Error('the server answered an insert with an unexpected shape');
+          const { writeErrors = [], writeConcernError } = answer.right;
+          if (writeConcernError !== undefined) throw new WriteConcernUnconfirmed(writeConcernError.code);
+          const [refused, ...others] = writeErrors;
+          if (refused !== undefined && (refused.code !== DUPLICATE_KEY || others.length > 0)) {
+            throw new Error(`the server refused an insert (code ${refused.code})`);
+          }
+          if (refused?.index === 0) {
+            // The plant's own key is taken (its `_id` is new, so only the unique index can say so).
             call.check();
             const stored = await findStored(owner, p.id, call);
             if (stored !== undefined) return { _tag: 'Exists', stored };
             continue;
           }
-          // The insert counts once the unique index is confirmed in place after it: a collection dropped under the
-          // service (and created again, without the index, by an insert) would otherwise take a second plant with
-          // this id. Not confirmed: the insert is taken back and the caller gets a 503.
+          const guardedByIndex = refused?.index === 1; // the probe was refused: the index was there
+          if (guardedByIndex) return { _tag: 'Inserted' };
+          // The probe was stored: no unique index guarded this insert (the collection was dropped under the service
+          // and made again by an insert, or the index was dropped). The insert counts once the index is back (it
+          // could not be built over a duplicate); if it cannot be, the insert is taken back and the caller gets 503.
+          await documents.deleteOne({ _id: probe._id }, { writeConcern, maxTimeMS });
           if (await index.confirm()) return { _tag: 'Inserted' };
           await collection.deleteOne({ _id }, { writeConcern, maxTimeMS });
-          throw new IndexUnusable('the unique index could not be confirmed after an insert');
+          throw new IndexUnusable('the unique index could not be put back after an unguarded insert');
         }
         throw new Error('insert kept colliding with a plant that was deleted before it could be read');
       }),
@@ -237,7 +279,7 @@ export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
 
     ping: guarded(timeoutMs, async (call) => {
       await ensureReady();
-      await client.db(options.db).command({ ping: 1 }, { signal: call.signal });
+      await db.command({ ping: 1 }, { signal: call.signal });
       await index.recheck();
     }),
   };

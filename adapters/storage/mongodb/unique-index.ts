@@ -1,10 +1,23 @@
-import { MongoServerError, type Collection, type Document } from 'mongodb';
+import { MongoServerError, ObjectId, type Collection, type Document } from 'mongodb';
 import type { Logger } from '../../../application/ports/logger.js';
 import { isUnavailable } from './mongodb-errors.js';
 
 export const INDEX_NAME = 'owner_1_id_1_unique';
 const INDEX_KEY = { owner: 1, id: 1 } as const;
 const NAMESPACE_NOT_FOUND = 26;
+const DUPLICATE_KEY = 11000;
+
+/**
+ * The sentinel: one document, kept beside the plants, whose owner no principal can have (owners have no control
+ * characters). With the unique index in place, a *probe* (another document with the sentinel's owner and id) is
+ * refused; without it (the collection dropped and made again by an insert, or the index dropped), the probe is stored.
+ * An insert sends its plant and a probe in one ordered command, so the answer tells, in the same round trip, whether
+ * the index guarded that insert.
+ */
+export const SENTINEL_OWNER = '\u0000plant-store:unique-index-sentinel';
+export const SENTINEL_ID = 0n;
+/** A fixed `_id`, so that putting the sentinel in place twice stores it once. */
+const SENTINEL_DOC_ID = new ObjectId('000000000000000000000001');
 
 /** The unique index cannot be put in place until an operator acts; the log says what to do. Answered as a 503. */
 export class IndexUnusable extends Error {}
@@ -30,9 +43,10 @@ export interface UniqueIndex {
   /** Looks again whether the index is still there, at most once per `recheckMs`, and puts it back if it is not. */
   readonly recheck: () => Promise<void>;
   /**
-   * Asks the server now whether the index is in place, and puts it back if it is gone. `true` means it is in place
-   * (so no two plants share an owner and id, also not one written just before); `false` means it cannot be put
-   * back now. Rejects with the driver's error when the server does not answer.
+   * Puts the index and the sentinel in place now (after a probe was not refused). `true` means they are in place (so
+   * no two plants share an owner and id, also not one written just before: the index could not have been built
+   * over a duplicate); `false` means the index cannot be put in place now. Rejects with the driver's error when the
+   * server does not answer.
    */
   readonly confirm: () => Promise<boolean>;
 }
@@ -75,10 +89,7 @@ const diagnose = (e: MongoServerError): string => {
  * every request; the repository answers 503 meanwhile. A running service also notices the index gone (the collection
  * dropped) and puts it back.
  */
-export const uniqueIndex = <T extends Document>(
-  collection: Collection<T>,
-  options: UniqueIndexOptions,
-): UniqueIndex => {
+export const uniqueIndex = (collection: Collection<Document>, options: UniqueIndexOptions): UniqueIndex => {
   const { logger } = options;
   let state: State = { kind: 'unknown' };
   let building: Promise<void> | undefined;
@@ -114,6 +125,8 @@ export const uniqueIndex = <T extends Document>(
 
   const build = async (): Promise<void> => {
     const wasRefused = state.kind === 'refused';
+    // Probes left by inserts that found the index missing would be duplicates of the sentinel's key.
+    await collection.deleteMany({ owner: SENTINEL_OWNER, probe: true });
     try {
       await collection.createIndex(INDEX_KEY, { unique: true, name: INDEX_NAME });
     } catch (e) {
@@ -124,6 +137,11 @@ export const uniqueIndex = <T extends Document>(
     // on an existing index of the same name): read back what is there.
     const problem = await inspect();
     if (problem !== undefined) refuse(problem);
+    try {
+      await collection.insertOne({ _id: SENTINEL_DOC_ID, owner: SENTINEL_OWNER, id: SENTINEL_ID });
+    } catch (e) {
+      if (!(e instanceof MongoServerError && Number(e.code) === DUPLICATE_KEY)) throw e;
+    }
     state = { kind: 'ok', checkedAt: Date.now() };
     if (wasRefused) logger.info({ storage: 'mongodb', index: INDEX_NAME }, RECOVERED);
   };
@@ -174,8 +192,16 @@ export const uniqueIndex = <T extends Document>(
   };
 
   const confirm = async (): Promise<boolean> => {
+    if (state.kind === 'ok') {
+      logger.warn(
+        { storage: 'mongodb', index: INDEX_NAME, namespace: options.namespace },
+        `storage: the unique index ${INDEX_NAME} on ${options.namespace} went missing (an insert was not guarded by ` +
+          `it: the collection or the index was dropped); putting it back`,
+      );
+      state = { kind: 'unknown' };
+    }
     try {
-      await look();
+      await ensure();
       return true;
     } catch (e) {
       if (e instanceof IndexUnusable) return false;

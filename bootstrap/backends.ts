@@ -118,8 +118,11 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
     switch (auth.kind) {
       case 'static':
         return staticTokens(auth.tokens);
-      case 'redis':
-        return { tokens: redisTokenStore(redisAt(auth.url, auth.timeoutMs), { cacheTtlMs: auth.cacheTtlMs }).verifier };
+      case 'redis': {
+        const store = redisTokenStore(redisAt(auth.url, auth.timeoutMs), { cacheTtlMs: auth.cacheTtlMs, logger });
+        closers.push(store.close);
+        return { tokens: store.verifier };
+      }
       case 'jwt':
         try {
           return { tokens: await jwtTokenVerifier({ ...auth, logger }) };

@@ -10,8 +10,9 @@ import { ConfigError, loadConfig } from './config.js';
 
 /**
  * `npm run token -- issue --owner O --subject S --scopes plants:read,plants:write [--ttl SECONDS]` prints a new token
- * alone on the last line of stdout; `npm run token -- revoke TOKEN` revokes one at once. Uses the service's own
- * configuration (AUTH=redis, REDIS_URL, AUTH_TIMEOUT_MS). Bad arguments: a usage line and exit 2.
+ * alone on the last line of stdout; `npm run token -- revoke TOKEN` revokes one at once (Redis reports the deletion
+ * to every running service process, which drops the token from its cache: the next request with it is a 401).
+ * Uses the service's own configuration (AUTH=redis, REDIS_URL, AUTH_TIMEOUT_MS). Bad arguments: a usage line, exit 2.
  */
 const USAGE =
   'usage: npm run token -- issue --owner <owner> --subject <subject> --scopes plants:read,plants:write [--ttl <seconds>] | revoke <token>';

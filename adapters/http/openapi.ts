@@ -351,7 +351,11 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       ),
       InternalError: error('An unexpected fault; the body is exactly {"error":500,"message":"internal error"}.'),
       Unavailable: error(
-        `A backend the request needs (storage, token store) is unreachable or too slow (bounded, default 2 s).`,
+        `A backend the request needs (storage, token store) is unreachable or too slow (bounded, default 2 s). ` +
+          `The outcome of a create or delete answered 503 is unknown: it may have been applied, or may still be ` +
+          `applied shortly after. Retrying is safe: repeat the same create (200 means the plant is stored, by either ` +
+          `attempt; 409 means another plant holds the id) or the same delete (204 or 404 both mean it is gone). A ` +
+          `delete answered 503 never removes a plant created after it.`,
         {
           'Retry-After': { $ref: '#/components/headers/Retry-After' },
         },

@@ -1,7 +1,7 @@
 import { MongoNetworkError, MongoServerError } from 'mongodb';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isUnavailable } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { isUnavailable } from '../../adapters/storage/mongodb/mongodb-errors.js';
 
 const test = suite('MongoDB adapter: which failures are "storage unavailable"');
 

@@ -87,12 +87,18 @@ export const coalescing = <A, R>(read: (asks: readonly A[]) => Promise<R>) => {
  * Reads a duplicate-key error: MongoDB names the index's key pattern (`keyPattern`); FerretDB does not, so there the
  * caller must look whether the id is stored.
  */
-export const attemptOfDuplicate = (error: MongoServerError): SlotAttempt => {
-  const pattern: unknown = error['keyPattern'] ?? error.errorResponse['keyPattern'];
-  return typeof pattern === 'object' && pattern !== null && 'slot' in pattern && !('id' in pattern)
-    ? 'slot-taken'
-    : 'taken';
-};
+export const attemptOfDuplicate = (error: MongoServerError): SlotAttempt =>
+  attemptOfKeyPattern(error['keyPattern'] ?? error.errorResponse['keyPattern']);
+
+/** The same, from the key pattern of a write error in an insert command's answer. */
+export const attemptOfKeyPattern = (pattern: unknown): SlotAttempt =>
+  typeof pattern === 'object' && pattern !== null && 'slot' in pattern && !('id' in pattern) ? 'slot-taken' : 'taken';
+
+/**
+ * A slot for the unique index's probe (unique-index.ts) far above any plant's, so that only the index on (owner, id)
+ * can refuse the probe, never the one on (owner, slot).
+ */
+export const probeSlot = (): number => 2 ** 52 + Math.floor(Math.random() * 2 ** 51);
 
 const slotOf = (doc: Document | undefined): number | undefined => {
   const slot: unknown = doc?.['slot'];

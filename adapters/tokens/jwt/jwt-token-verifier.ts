@@ -1,7 +1,17 @@
 import * as E from 'fp-ts/lib/Either.js';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
-import { createRemoteJWKSet, errors, importSPKI, jwtVerify, type JWTVerifyGetKey, type JWTPayload } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  customFetch,
+  errors,
+  importSPKI,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTVerifyGetKey,
+  type JWTPayload,
+} from 'jose';
 import { tokenStoreUnavailable } from '../../../application/errors.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
@@ -24,13 +34,52 @@ export interface JwtOptions {
   readonly timeoutMs: number;
   /** Where a rejected token's reason goes (debug): the check that failed, never the token. */
   readonly logger?: Pick<Logger, 'debug'>;
+  /** How long fetched JWKS keys are used before they are fetched again (jose's default: 10 minutes). */
+  readonly jwksCacheMaxAgeMs?: number;
+  /** After a fetch, how long an unknown `kid` is refused without fetching again (jose's default: 30 s). */
+  readonly jwksCooldownMs?: number;
 }
+
+/** The JWKS URL did not answer with a key set (refused, timed out, not 200, not JSON, not a JWKS): an outage. */
+class KeySourceUnavailable extends Error {}
+
+const JWKS_ACCEPT = 'application/json, application/jwk-set+json';
+
+/**
+ * Fetches the key set and checks that it is one. Every way the key source can fail becomes KeySourceUnavailable, so
+ * that only what jose says about the token itself can make a token invalid.
+ */
+const fetchKeySet = async (url: string, init: RequestInit): Promise<JSONWebKeySet> => {
+  let response: Response;
+  try {
+    response = await fetch(url, init);
+  } catch (e) {
+    throw new KeySourceUnavailable(`the JWKS URL did not answer: ${e instanceof Error ? e.name : String(e)}`);
+  }
+  if (response.status !== 200) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new KeySourceUnavailable(`the JWKS URL answered ${response.status}`);
+  }
+  let json: unknown;
+  try {
+    json = await response.json();
+  } catch {
+    throw new KeySourceUnavailable('the JWKS URL did not answer JSON');
+  }
+  try {
+    createLocalJWKSet(json as JSONWebKeySet); // throws JWKSInvalid unless it is a key set
+  } catch {
+    throw new KeySourceUnavailable('the JWKS URL did not answer a JSON Web Key Set');
+  }
+  return json as JSONWebKeySet;
+};
 
 /**
  * Signed JWTs (AUTH=jwt), verified with jose: HS256 with a shared secret, RS256/ES256 with a public key, or keys from
  * a JWKS URL. `exp` and `sub` are required, and the owner claim; `nbf` is honoured; `iss` and `aud` are checked when
  * configured. Scopes come from the space-separated `scope` claim (absent: none). A token that fails any check
- * resolves to nothing (401); a JWKS that cannot be fetched in time is TokenStoreUnavailable (503).
+ * resolves to nothing (401); a JWKS URL that cannot answer with a key set in time (refused, timed out, an error
+ * status, not JSON, not a key set), also when cached keys must be refreshed, is TokenStoreUnavailable (503).
  */
 export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifier> => {
   const { key } = options;
@@ -46,7 +95,12 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
       algorithms = [key.algorithm];
       break;
     case 'jwks':
-      getKey = createRemoteJWKSet(new URL(key.url), { timeoutDuration: options.timeoutMs });
+      getKey = createRemoteJWKSet(new URL(key.url), {
+        timeoutDuration: options.timeoutMs,
+        ...(options.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAge: options.jwksCacheMaxAgeMs }),
+        ...(options.jwksCooldownMs === undefined ? {} : { cooldownDuration: options.jwksCooldownMs }),
+        [customFetch]: async (url, init) => Response.json(await fetchKeySet(url, init)),
+      });
       algorithms = ['RS256', 'ES256'];
       break;
   }
@@ -62,8 +116,17 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
     return { subject: payload.sub, owner: validOwner.right, scopes: new Set(scopes) };
   };
 
+  /**
+   * The key source could not answer: a 503, never a 401. jose asks for the key set before it judges a token's
+   * signature (on the first token, when the cached keys are older than the cache age, and for an unknown `kid` once
+   * the cooldown since the last fetch has passed), and everything that fetch can meet is KeySourceUnavailable. A
+   * `kid` still unknown after a successful fetch (JWKSNoMatchingKey) is the token's fault: 401.
+   */
   const unavailable = (e: unknown): boolean =>
-    e instanceof errors.JWKSTimeout || (key.kind === 'jwks' && !(e instanceof errors.JOSEError));
+    e instanceof KeySourceUnavailable ||
+    e instanceof errors.JWKSTimeout ||
+    e instanceof errors.JWKSInvalid ||
+    (key.kind === 'jwks' && !(e instanceof errors.JOSEError));
 
   return {
     verify: (token) => async () => {
@@ -85,13 +148,17 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
         return E.right(O.none);
       }
     },
-    // A static key is always ready; a JWKS is ready once it can be fetched (jose caches it).
+    // A static key is always ready; a JWKS is ready when it can be fetched now and is a key set.
     ping:
       key.kind === 'jwks'
         ? async () => {
             try {
-              const res = await fetch(key.url, { signal: AbortSignal.timeout(options.timeoutMs) });
-              return res.ok ? E.right(undefined) : E.left(tokenStoreUnavailable);
+              await fetchKeySet(key.url, {
+                signal: AbortSignal.timeout(options.timeoutMs),
+                redirect: 'manual',
+                headers: { accept: JWKS_ACCEPT },
+              });
+              return E.right(undefined);
             } catch {
               return E.left(tokenStoreUnavailable);
             }

@@ -5,14 +5,21 @@ import * as TE from 'fp-ts/lib/TaskEither.js';
 import * as t from 'io-ts';
 import type { Redis } from 'ioredis';
 import { tokenStoreUnavailable, type TokenStoreUnavailable } from '../../../application/errors.js';
+import type { Logger } from '../../../application/ports/logger.js';
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
 import { isScope, type Principal, type Scope } from '../../../domain/principal.js';
+import { listenForInvalidations } from '../../redis/invalidations.js';
 
 /**
  * Opaque tokens in Redis (AUTH=redis). A token is kept only as its SHA-256: the key is `plantstore:token:<hex>`, a
  * hash of owner, subject and space-separated scopes, with the token's expiry as the key's TTL. Revoking deletes the
  * key. A lookup that Redis cannot answer in time is TokenStoreUnavailable, never "unknown token".
+ *
+ * With the cache on, positive lookups are kept in process memory, and revocation still reaches every process at once:
+ * Redis reports every change to a token key to every process (server-assisted client-side caching, see
+ * adapters/redis/invalidations.ts), which drops it from its cache. While that report stream is not known to be whole
+ * (not yet set up, disconnected, silent), the cache is neither read nor filled, and it is emptied.
  */
 export const KEY_PREFIX = 'plantstore:token:';
 export const keyOf = (token: string): string => KEY_PREFIX + hash('sha256', token, 'hex');
@@ -53,44 +60,82 @@ export interface RedisTokenStore {
   readonly issue: (grant: TokenGrant) => TE.TaskEither<TokenStoreUnavailable, string>;
   /** Deletes the token; `true` when it existed. */
   readonly revoke: (token: string) => TE.TaskEither<TokenStoreUnavailable, boolean>;
+  /** Whether a lookup may be answered from the cache now (cache on, invalidation stream whole). */
+  readonly cacheLive: () => boolean;
+  /** Stops listening for invalidations (the Redis connection given is the caller's to close). */
+  readonly close: () => Promise<void>;
 }
 
 export interface RedisTokenStoreOptions {
   /**
-   * How long a positive lookup is served from process memory, in ms (0: never). A revoked token keeps working on
-   * this process for at most this long; an expiring token never outlives its own TTL in the cache.
+   * How long a positive lookup is served from process memory, in ms (0: never). A revocation or any other change of
+   * the token's key drops it from every process's cache at once; an expiring token never outlives its own TTL.
    */
   readonly cacheTtlMs: number;
   /** Bound on cached tokens; the oldest entries go first. */
   readonly cacheMax?: number;
+  /** How often the invalidation connection proves itself alive (default 250 ms). */
+  readonly heartbeatMs?: number;
+  /** How long after its last proof the invalidation stream is trusted (default 1000 ms). */
+  readonly leaseMs?: number;
+  readonly logger?: Logger;
 }
 
 export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): RedisTokenStore => {
   const cacheMax = options.cacheMax ?? 10_000;
   const cache = new Map<string, { principal: Principal; until: number }>();
+  const invalidations =
+    options.cacheTtlMs > 0
+      ? listenForInvalidations(redis, {
+          prefix: KEY_PREFIX,
+          heartbeatMs: options.heartbeatMs ?? 250,
+          leaseMs: options.leaseMs ?? 1000,
+          ...(options.logger === undefined ? {} : { logger: options.logger }),
+        })
+      : undefined;
+  invalidations?.onInvalidate((keys) => {
+    if (keys === 'all') cache.clear();
+    else for (const key of keys) cache.delete(key);
+  });
 
-  const remember = (key: string, principal: Principal, pttl: number) => {
-    if (options.cacheTtlMs <= 0) return;
-    const ttl = pttl > 0 ? Math.min(options.cacheTtlMs, pttl) : options.cacheTtlMs;
+  /**
+   * Caches a lookup sent at `sentAt` whose PTTL answer was `pttl`: -1 no expiry, -2 no key, 0 expiring within this
+   * millisecond, n > 0 milliseconds left. The entry ends no later than the token (counted from when the lookup was
+   * sent, so the round trip cannot stretch it); a token in its last millisecond is not cached.
+   */
+  const remember = (key: string, principal: Principal, pttl: number, sentAt: number) => {
+    const ttl = pttl === -1 ? options.cacheTtlMs : pttl > 0 ? Math.min(options.cacheTtlMs, pttl) : 0;
+    if (ttl <= 0) return;
     if (cache.size >= cacheMax) cache.delete(cache.keys().next().value as string);
-    cache.set(key, { principal, until: Date.now() + ttl });
+    cache.set(key, { principal, until: sentAt + ttl });
   };
 
   const verifier: TokenVerifier = {
     verify: (token) => {
       const key = keyOf(token);
-      const cached = cache.get(key);
-      if (cached !== undefined) {
-        if (cached.until > Date.now()) return TE.right(O.some(cached.principal));
-        cache.delete(key);
+      const live = invalidations?.live() ?? false;
+      if (live) {
+        const cached = cache.get(key);
+        if (cached !== undefined) {
+          if (cached.until > Date.now()) return TE.right(O.some(cached.principal));
+          cache.delete(key);
+        }
+      } else if (cache.size > 0) {
+        cache.clear();
       }
+      // An answer may be cached only if no invalidation (of any key) arrived while it was on its way, and the
+      // stream was whole before and after: else it may predate a revocation that was already reported.
+      const version = invalidations?.version();
       return attempt(async () => {
+        const sentAt = Date.now();
         const replies = await redis.multi().hgetall(key).pttl(key).exec();
         const [[recordErr, record] = [], [pttlErr, pttl] = []] = replies ?? [];
         if (recordErr || pttlErr) throw recordErr ?? pttlErr;
         const principal = decodeRecord((record ?? {}) as Record<string, string>);
         if (principal === undefined) return O.none;
-        remember(key, principal, Number(pttl));
+        if (live && invalidations?.live() === true && invalidations.version() === version) {
+          remember(key, principal, Number(pttl), sentAt);
+        }
         return O.some(principal);
       });
     },
@@ -119,5 +164,10 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
         cache.delete(keyOf(token));
         return (await redis.del(keyOf(token))) === 1;
       }),
+    cacheLive: () => invalidations?.live() ?? false,
+    close: async () => {
+      cache.clear();
+      await invalidations?.close();
+    },
   };
 };

@@ -1,0 +1,142 @@
+import { ReplyError, type Redis } from 'ioredis';
+import type { Logger } from '../../application/ports/logger.js';
+
+/**
+ * Redis server-assisted client-side caching (CLIENT TRACKING, Redis 6+), in broadcasting mode: Redis tells this
+ * process about every change to a key under `prefix` (by any client: a revocation from the CLI of another host, an
+ * expiry, a FLUSHDB), at once, on a connection of its own. A process caches lookups only while that stream is
+ * known to be whole:
+ * - the connection is subscribed to `__redis__:invalidate` with tracking on (RESP2: the tracking redirects to the
+ *   connection itself, which is subscribed; after a reconnect both are set up again, and the cache starts empty);
+ * - and it answered a PING sent less than `leaseMs` ago. PINGs travel the same ordered stream as invalidations, so
+ *   an answer proves every invalidation Redis sent before it has arrived; a connection that goes silent (a network
+ *   that holds its packets) stops being trusted within `leaseMs`, and is dropped and made again.
+ */
+export interface Invalidations {
+  /** Whether invalidations can be relied on now (see above). While false, nothing cached may be served. */
+  readonly live: () => boolean;
+  /** A number that changes with every invalidation received and every loss or gain of the stream. */
+  readonly version: () => number;
+  /** Called with the keys to forget, or 'all' (the stream was lost or made again, or the database flushed). */
+  readonly onInvalidate: (listener: (keys: readonly string[] | 'all') => void) => void;
+  readonly close: () => Promise<void>;
+}
+
+export interface InvalidationOptions {
+  /** Only keys under this prefix are reported. */
+  readonly prefix: string;
+  /** How often the connection proves itself alive with a PING. */
+  readonly heartbeatMs: number;
+  /** How long after the last proven moment the stream is still trusted. */
+  readonly leaseMs: number;
+  readonly logger?: Logger;
+}
+
+export const INVALIDATION_CHANNEL = '__redis__:invalidate';
+export const INVALIDATION_CONNECTION_NAME = 'plant-store:token-invalidations';
+
+const isReplyError = (e: unknown): boolean => e instanceof (ReplyError as new () => Error);
+
+/** Opens the invalidation connection beside `redis` (same server and options) and keeps it set up. */
+export const listenForInvalidations = (redis: Redis, options: InvalidationOptions): Invalidations => {
+  const sub = redis.duplicate({
+    connectionName: INVALIDATION_CONNECTION_NAME,
+    autoResubscribe: false,
+    enableOfflineQueue: false,
+    commandTimeout: options.leaseMs,
+  });
+  sub.on('error', () => undefined); // reconnects are reported by `live`; lookups go to Redis meanwhile
+  const listeners: Array<(keys: readonly string[] | 'all') => void> = [];
+  const tell = (keys: readonly string[] | 'all') => {
+    for (const listener of listeners) listener(keys);
+  };
+
+  let version = 0;
+  let subscribed = false;
+  /** Which connection (ready event) the state belongs to; an answer for an older one is ignored. */
+  let session = 0;
+  /** When the latest PING that was answered had been sent. */
+  let provenAt = -Infinity;
+  let refused = false;
+  let closed = false;
+
+  const lose = () => {
+    version++;
+    subscribed = false;
+    tell('all');
+  };
+
+  const setUp = async () => {
+    const mine = ++session;
+    lose();
+    try {
+      const sentAt = Date.now();
+      const id = await sub.client('ID');
+      await sub.call('CLIENT', 'TRACKING', 'ON', 'REDIRECT', String(id), 'BCAST', 'PREFIX', options.prefix);
+      await sub.subscribe(INVALIDATION_CHANNEL);
+      if (mine !== session || closed) return;
+      version++;
+      tell('all');
+      provenAt = sentAt;
+      subscribed = true;
+    } catch (e) {
+      // Redis answered with an error (no CLIENT TRACKING before Redis 6, or an ACL that forbids it): the cache stays
+      // off. Anything else is the connection failing; ioredis reconnects and this runs again.
+      if (isReplyError(e) && !refused) {
+        refused = true;
+        options.logger?.warn(
+          { redis: 'invalidations', err: e instanceof Error ? e.message : String(e) },
+          'token cache off: Redis refused CLIENT TRACKING (it needs Redis 6 or later and the CLIENT command); every token lookup goes to Redis',
+        );
+      }
+    }
+  };
+
+  sub.on('ready', () => void setUp());
+  sub.on('close', () => {
+    session++;
+    lose();
+  });
+  sub.on('messageBuffer', (channel: Buffer, message: unknown) => {
+    if (channel.toString() !== INVALIDATION_CHANNEL) return;
+    version++;
+    if (message === null) tell('all');
+    else if (Array.isArray(message)) tell(message.map((k: Buffer | string) => k.toString()));
+    else if (Buffer.isBuffer(message)) tell([message.toString()]);
+    else tell('all');
+  });
+
+  const heartbeat = setInterval(() => {
+    if (!subscribed) return;
+    const mine = session;
+    const sentAt = Date.now();
+    sub.ping().then(
+      () => {
+        if (mine === session && sentAt > provenAt) provenAt = sentAt;
+      },
+      () => {
+        if (mine !== session || closed) return;
+        // No answer within the lease: whatever is on its way cannot be relied on. Start over on a new connection
+        // (the socket is destroyed rather than ended: a silent peer would never acknowledge a graceful close).
+        session++;
+        lose();
+        sub.stream.destroy();
+      },
+    );
+  }, options.heartbeatMs);
+  heartbeat.unref();
+
+  return {
+    live: () => subscribed && Date.now() - provenAt < options.leaseMs,
+    version: () => version,
+    onInvalidate: (listener) => {
+      listeners.push(listener);
+    },
+    close: async () => {
+      closed = true;
+      clearInterval(heartbeat);
+      lose();
+      sub.disconnect();
+    },
+  };
+};

@@ -1,0 +1,116 @@
+import {
+  MongoClientClosedError,
+  MongoDriverError,
+  MongoError,
+  MongoErrorLabel,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerClosedError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoStalePrimaryError,
+  MongoTopologyClosedError,
+  MongoWriteConcernError,
+} from 'mongodb';
+
+/**
+ * Which MongoDB driver errors mean "the store cannot answer now" (a 503: retry later, outcome unknown), decided by
+ * what the driver says (its exported error classes, the error labels it and the server attach, the server's error
+ * codes), never by a pattern over class names. Everything else is a fault.
+ */
+
+/**
+ * Server error codes (https://www.mongodb.com/docs/manual/reference/error-codes/) that mean the server or the replica
+ * set cannot serve the operation now: it is not (or no longer) the primary, it is shutting down or changing state, it
+ * cannot reach a peer, or the operation ran out of its time. The driver's own retryable-read/write and SDAM lists are
+ * built from the same codes.
+ */
+export const UNAVAILABLE_CODES: ReadonlyMap<number, string> = new Map([
+  [6, 'HostUnreachable'],
+  [7, 'HostNotFound'],
+  [50, 'MaxTimeMSExpired'],
+  [63, 'StaleShardVersion'],
+  [64, 'WriteConcernFailed'], // WriteConcernTimeout before MongoDB 8.1
+  [89, 'NetworkTimeout'],
+  [91, 'ShutdownInProgress'],
+  [133, 'FailedToSatisfyReadPreference'],
+  [134, 'ReadConcernMajorityNotAvailableYet'],
+  [150, 'StaleEpoch'],
+  [189, 'PrimarySteppedDown'],
+  [262, 'ExceededTimeLimit'],
+  [9001, 'SocketException'],
+  [10058, 'LegacyNotPrimary'],
+  [10107, 'NotWritablePrimary'],
+  [11600, 'InterruptedAtShutdown'],
+  [11601, 'Interrupted'],
+  [11602, 'InterruptedDueToReplStateChange'],
+  [13388, 'StaleConfig'],
+  [13435, 'NotPrimaryNoSecondaryOk'],
+  [13436, 'NotPrimaryOrSecondary'],
+]);
+
+/** Write-concern failures that are configuration, not weather: waiting will not help (a fault, logged as one). */
+const MISCONFIGURED_WRITE_CONCERN = new Set([79 /* UnknownReplWriteConcern */, 100 /* UnsatisfiableWriteConcern */]);
+
+/** Whether a write concern error with this code means "not confirmed yet" (503) rather than a misconfiguration. */
+export const writeConcernUnavailable = (code: number): boolean => !MISCONFIGURED_WRITE_CONCERN.has(code);
+
+/** Labels by which the driver or the server say "this did not go through now; it may be retried". */
+const UNAVAILABLE_LABELS: readonly string[] = [
+  MongoErrorLabel.RetryableWriteError,
+  MongoErrorLabel.ResetPool,
+  MongoErrorLabel.TransientTransactionError,
+  MongoErrorLabel.PoolRequestedRetry,
+  MongoErrorLabel.InterruptInUseConnections,
+  MongoErrorLabel.RetryableError,
+  MongoErrorLabel.SystemOverloadedError,
+];
+
+/**
+ * Driver errors that the driver raises but does not export a class for (it names them, and the names are part of
+ * what it documents): a pool closed under an operation (client closed at shutdown) and a connection wait-queue
+ * timeout. Compared whole, never as a pattern; test/adapters/mongodb-errors.test.ts constructs the real classes.
+ */
+const UNEXPORTED_UNAVAILABLE = new Set(['MongoPoolClosedError', 'MongoWaitQueueTimeoutError']);
+
+/**
+ * Socket errors the driver lets through unwrapped: a command written to a connection the server just closed (a killed
+ * server) fails with Node's own EPIPE, "This socket has been ended by the other party" (found by test/scale as a 500).
+ */
+const CONNECTION_GONE = new Set([
+  'EPIPE',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTCONN',
+  'ERR_SOCKET_CLOSED',
+  'ERR_STREAM_DESTROYED',
+  'ERR_STREAM_WRITE_AFTER_END',
+]);
+
+/** True when the error says the store did not answer in time or at all, or cannot serve writes/reads right now. */
+export const isUnavailable = (e: unknown): boolean => {
+  if (e instanceof Error && CONNECTION_GONE.has(String((e as NodeJS.ErrnoException).code))) return true;
+  if (!(e instanceof MongoError)) return false;
+  if (
+    e instanceof MongoNetworkError || // includes timeouts and a pool cleared after a network error
+    e instanceof MongoServerSelectionError ||
+    e instanceof MongoOperationTimeoutError ||
+    e instanceof MongoStalePrimaryError ||
+    // The client was closed (shutdown) under the operation, or before it:
+    e instanceof MongoClientClosedError ||
+    e instanceof MongoTopologyClosedError ||
+    e instanceof MongoServerClosedError ||
+    e instanceof MongoNotConnectedError
+  ) {
+    return true;
+  }
+  if (e instanceof MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
+  if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
+  if (e instanceof MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
+  return e instanceof MongoServerError && UNAVAILABLE_CODES.has(Number(e.code));
+};

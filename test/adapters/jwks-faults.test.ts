@@ -1,0 +1,141 @@
+import * as O from 'fp-ts/lib/Option.js';
+import { exportJWK, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
+import * as assert from 'uvu/assert';
+import { jwtTokenVerifier, type JwtOptions } from '../../adapters/tokens/jwt/jwt-token-verifier.js';
+import { freshOwner, left, right } from '../support/fixtures.js';
+import { startService } from '../support/http.js';
+import { startJwksServer, type JwksAnswer, type JwksServer } from '../support/jwks-server.js';
+import { suiteWith } from '../support/suites.js';
+
+/**
+ * AUTH=jwt with a JWKS URL whose answers the test controls. A key source that cannot answer with a key set (an error
+ * status, HTML, JSON that is not a key set, a hang past the timeout, a closed connection) is an outage: 503, never a
+ * 401 for a good token, also when cached keys must be refreshed. Only a token that is itself bad is a 401.
+ */
+const TIMEOUT_MS = 300;
+const OUTAGES: readonly JwksAnswer[] = ['status-500', 'html', 'not-a-key-set', 'hang', 'close'];
+const now = () => Math.floor(Date.now() / 1000);
+
+interface Subject {
+  readonly jwks: JwksServer;
+  readonly sign: (claims: JWTPayload, kid?: string) => Promise<string>;
+  readonly signWithOtherKey: (claims: JWTPayload) => Promise<string>;
+  readonly verifier: (extra?: Partial<JwtOptions>) => ReturnType<typeof jwtTokenVerifier>;
+  readonly teardown: () => Promise<void>;
+}
+
+const { test, subject, run } = suiteWith<Subject>('AUTH=jwt when the JWKS URL fails', async () => {
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  const other = await generateKeyPair('ES256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+  const jwks = await startJwksServer([jwk]);
+  return {
+    jwks,
+    sign: (claims, kid = 'k1') => new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid }).sign(privateKey),
+    signWithOtherKey: (claims) =>
+      new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(other.privateKey),
+    verifier: (extra = {}) =>
+      jwtTokenVerifier({
+        key: { kind: 'jwks', url: jwks.url },
+        ownerClaim: 'owner',
+        clockToleranceSeconds: 0,
+        timeoutMs: TIMEOUT_MS,
+        ...extra,
+      }),
+    teardown: () => jwks.close(),
+  };
+});
+
+const good = () => ({ sub: 'ci', owner: freshOwner(), scope: 'plants:read', exp: now() + 600 });
+
+test('a fresh verifier whose JWKS URL fails in any way: a good token is unavailable (503), never unknown; ping fails', async (ctx) => {
+  const { jwks, sign, verifier } = subject(ctx);
+  const token = await sign(good());
+  try {
+    for (const outage of OUTAGES) {
+      jwks.answer(outage);
+      const v = await verifier();
+      assert.equal(await left(v.verify(token)), { _tag: 'TokenStoreUnavailable' }, `verify, JWKS ${outage}`);
+      assert.equal(await left(v.ping), { _tag: 'TokenStoreUnavailable' }, `ping, JWKS ${outage}`);
+    }
+    jwks.answer('keys');
+    const v = await verifier();
+    assert.ok(O.isSome(await right(v.verify(token))));
+    assert.is(await right(v.ping), undefined);
+  } finally {
+    jwks.answer('keys');
+  }
+});
+
+test('keys cached, then due for a refresh while the JWKS URL fails: unavailable, not 401; once it answers: served', async (ctx) => {
+  const { jwks, sign, verifier } = subject(ctx);
+  const cacheMaxAgeMs = 100;
+  const v = await verifier({ jwksCacheMaxAgeMs: cacheMaxAgeMs });
+  const token = await sign(good());
+  try {
+    assert.ok(O.isSome(await right(v.verify(token))), 'keys fetched and cached');
+    for (const outage of OUTAGES) {
+      jwks.answer(outage);
+      await new Promise((r) => setTimeout(r, cacheMaxAgeMs + 20)); // the cached keys are now too old to use
+      assert.equal(await left(v.verify(token)), { _tag: 'TokenStoreUnavailable' }, `JWKS ${outage}`);
+    }
+    jwks.answer('keys');
+    assert.ok(O.isSome(await right(v.verify(token))), 'refreshed once the JWKS URL answers');
+  } finally {
+    jwks.answer('keys');
+  }
+});
+
+test('an unknown kid: 401 when the key set answers without it, 503 when the key set cannot be fetched', async (ctx) => {
+  const { jwks, sign, verifier } = subject(ctx);
+  const v = await verifier({ jwksCooldownMs: 0 }); // every unknown kid asks the JWKS URL again
+  const known = await sign(good());
+  const unknown = await sign(good(), 'rotated-in');
+  try {
+    assert.ok(O.isSome(await right(v.verify(known))));
+    assert.equal(await right(v.verify(unknown)), O.none, 'the key set was fetched and has no such kid');
+    jwks.answer('status-500');
+    assert.equal(
+      await left(v.verify(unknown)),
+      { _tag: 'TokenStoreUnavailable' },
+      'the kid may be a key rotated in that could not be fetched',
+    );
+  } finally {
+    jwks.answer('keys');
+  }
+});
+
+test('a token that is itself bad is still 401 while the JWKS URL fails, when the cached keys can judge it', async (ctx) => {
+  const { jwks, sign, signWithOtherKey, verifier } = subject(ctx);
+  const v = await verifier();
+  assert.ok(O.isSome(await right(v.verify(await sign(good())))), 'keys cached');
+  try {
+    jwks.answer('status-500');
+    assert.equal(await right(v.verify(await sign({ ...good(), exp: now() - 60 }))), O.none, 'expired');
+    assert.equal(await right(v.verify(await signWithOtherKey(good()))), O.none, 'bad signature');
+    assert.equal(await right(v.verify('not.a.jwt')), O.none, 'malformed');
+    assert.ok(O.isSome(await right(v.verify(await sign(good())))), 'a good token is served from the cached keys');
+  } finally {
+    jwks.answer('keys');
+  }
+});
+
+test('over HTTP: a good token while the JWKS URL answers 500 is a 503 with Retry-After, and /readyz names the token store', async (ctx) => {
+  const { jwks, sign, verifier } = subject(ctx);
+  const svc = await startService({ tokens: await verifier() });
+  try {
+    jwks.answer('status-500');
+    const res = await svc.call('GET', '/plants', { token: await sign(good()) });
+    assert.is(res.status, 503);
+    assert.is(res.headers.get('retry-after'), '1');
+    assert.is(res.headers.get('www-authenticate'), null);
+    const ready = await svc.call('GET', '/readyz');
+    assert.is(ready.status, 503);
+    assert.is((ready.json() as { message: string }).message, 'not ready: token store does not answer');
+  } finally {
+    jwks.answer('keys');
+    await svc.close();
+  }
+});
+
+run();

@@ -1,0 +1,300 @@
+import { randomUUID } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import * as assert from 'uvu/assert';
+import type { Logger } from '../../application/ports/logger.js';
+import {
+  COLLECTION,
+  INDEX_NAME,
+  mongoPlantStore,
+  type MongoPlantStore,
+} from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { aPlant, freshOwner, left, right } from '../support/fixtures.js';
+import { startService } from '../support/http.js';
+import { ferretDbBinary, sharedFerretDb } from '../../harness/servers.js';
+import { suiteWith } from '../support/suites.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+
+/**
+ * The unique (owner, id) index: a server that refuses it is reported once, clearly, and answered with 503s (never a
+ * 500 loop that asks for the index on every request); a collection dropped under a running service does not let two
+ * plants share an id, and the index comes back.
+ */
+const binary = ferretDbBinary();
+
+interface Line {
+  readonly level: 'info' | 'warn' | 'error';
+  readonly message: string;
+}
+const capture = () => {
+  const lines: Line[] = [];
+  const logger: Logger = {
+    debug: () => undefined,
+    info: (_f, message) => void lines.push({ level: 'info', message }),
+    warn: (_f, message) => void lines.push({ level: 'warn', message }),
+    error: (_f, message) => void lines.push({ level: 'error', message }),
+  };
+  return { logger, lines };
+};
+
+interface Subject {
+  readonly uri: string;
+  readonly admin: MongoClient;
+  readonly proxy: TcpProxy;
+  readonly teardown: () => Promise<void>;
+}
+
+const { test, subject, run } = suiteWith<Subject>(
+  'MongoDB unique index [FerretDB]',
+  'skip' in binary
+    ? binary
+    : async () => {
+        const server = await sharedFerretDb(binary.bin);
+        const proxy = await startTcpProxy(server.port);
+        const admin = new MongoClient(server.uri, { serverSelectionTimeoutMS: 2000 });
+        return {
+          uri: `mongodb://127.0.0.1:${proxy.port}/`,
+          admin,
+          proxy,
+          teardown: async () => {
+            await admin.close();
+            await proxy.close();
+          },
+        };
+      },
+);
+
+/** A database of its own and the adapter on it (through the proxy, which counts what the adapter sends). */
+const storeOn = (uri: string, logger: Logger, extra: { indexRetryMs?: number; indexRecheckMs?: number } = {}) => {
+  const db = `plantstore_index_${randomUUID().slice(0, 8)}`;
+  const store = mongoPlantStore({
+    uri,
+    db,
+    timeoutMs: 2000,
+    writeConcern: 'majority',
+    journal: true,
+    logger,
+    ...extra,
+  });
+  return { db, store };
+};
+const createIndexesSent = (proxy: TcpProxy) =>
+  proxy
+    .links()
+    .map((l) => l.sent().split('\u0002createIndexes\u0000').length - 1)
+    .reduce((a, b) => a + b, 0);
+
+const refusedIndexCase = async (
+  ctx: Parameters<typeof subject>[0],
+  prepare: (admin: MongoClient, db: string) => Promise<void>,
+  fix: (admin: MongoClient, db: string) => Promise<void>,
+  says: RegExp,
+) => {
+  const { uri, admin, proxy } = subject(ctx);
+  const { logger, lines } = capture();
+  const db = `plantstore_index_${randomUUID().slice(0, 8)}`;
+  await prepare(admin, db);
+  const before = createIndexesSent(proxy);
+  const store: MongoPlantStore = mongoPlantStore({
+    uri,
+    db,
+    timeoutMs: 2000,
+    writeConcern: 'majority',
+    journal: true,
+    logger,
+    indexRetryMs: 400,
+  });
+  const svc = await startService({ plants: store.repository });
+  try {
+    const token = svc.token.alice;
+    for (let i = 0; i < 10; i++) {
+      for (const [method, path, body] of [
+        ['POST', '/plants', '{"id": 1, "name": "Fern"}'],
+        ['GET', '/plants', undefined],
+        ['DELETE', '/plants/1', undefined],
+      ] as const) {
+        const res = await svc.call(method, path, { token, ...(body === undefined ? {} : { body }) });
+        assert.is(res.status, 503, `${method} ${path}`);
+        assert.is(res.headers.get('retry-after'), '1');
+      }
+    }
+    const ready = await svc.call('GET', '/readyz');
+    assert.is(ready.status, 503);
+    assert.is((ready.json() as { message: string }).message, 'not ready: storage does not answer');
+    assert.is(svc.logs().filter((l) => l['level'] === 50).length, 0, 'no request logged as a fault');
+
+    const errors = lines.filter((l) => l.level === 'error');
+    assert.is(errors.length, 1, `one error line, not one per request: ${JSON.stringify(errors)}`);
+    assert.match(errors[0]?.message ?? '', INDEX_NAME);
+    assert.match(errors[0]?.message ?? '', says);
+    assert.match(errors[0]?.message ?? '', /503/);
+    const asked = createIndexesSent(proxy) - before;
+    assert.ok(asked >= 1 && asked <= 3, `the index was asked for ${asked} times over 31 requests, not on each`);
+
+    await fix(admin, db);
+    const until = Date.now() + 10_000;
+    while ((await svc.call('GET', '/readyz')).status !== 200) {
+      assert.ok(Date.now() < until, 'ready again within 10 s of the fix, without a restart');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(
+      lines.some((l) => l.level === 'info' && /in place/.test(l.message)),
+      'the recovery is logged',
+    );
+    const indexes = await admin.db(db).collection(COLLECTION).listIndexes().toArray();
+    assert.ok(indexes.some((i) => i['name'] === INDEX_NAME && i['unique'] === true));
+    assert.is((await svc.call('POST', '/plants', { token, body: '{"id": 2, "name": "Palm"}' })).status, 200);
+  } finally {
+    await svc.close();
+    await store.close();
+    await admin.db(db).dropDatabase();
+  }
+};
+
+test('a non-unique {owner, id} index under another name: one clear error line, 503s and /readyz 503, few retries, then recovery', async (ctx) => {
+  await refusedIndexCase(
+    ctx,
+    async (admin, db) =>
+      void (await admin.db(db).collection(COLLECTION).createIndex({ owner: 1, id: 1 }, { name: 'by_owner_id' })),
+    async (admin, db) => void (await admin.db(db).collection(COLLECTION).dropIndex('by_owner_id')),
+    /another name|drop/,
+  );
+});
+
+test('a non-unique index under our own name: reported (not taken for the unique one), then recovery once dropped', async (ctx) => {
+  await refusedIndexCase(
+    ctx,
+    async (admin, db) =>
+      void (await admin.db(db).collection(COLLECTION).createIndex({ owner: 1, id: 1 }, { name: INDEX_NAME })),
+    async (admin, db) => void (await admin.db(db).collection(COLLECTION).dropIndex(INDEX_NAME)),
+    /not unique/,
+  );
+});
+
+test('two stored plants with one owner and id: reported as duplicates to remove, then recovery once one is gone', async (ctx) => {
+  await refusedIndexCase(
+    ctx,
+    async (admin, db) =>
+      void (await admin
+        .db(db)
+        .collection(COLLECTION)
+        .insertMany([
+          { owner: 'o', id: 1n, name: 'a' },
+          { owner: 'o', id: 1n, name: 'b' },
+        ])),
+    async (admin, db) => void (await admin.db(db).collection(COLLECTION).deleteOne({ owner: 'o', name: 'b' })),
+    /duplicates/,
+  );
+});
+
+test('the collection dropped under a running adapter: two different plants with one id, one stored, the other a conflict', async (ctx) => {
+  const { uri, admin } = subject(ctx);
+  const { logger, lines } = capture();
+  const { db, store } = storeOn(uri, logger);
+  const repo = store.repository;
+  try {
+    const owner = freshOwner();
+    assert.equal(await right(repo.insert(owner, aPlant(7n, 'before'))), { _tag: 'Inserted' });
+    await admin.db(db).collection(COLLECTION).drop();
+
+    assert.equal(await right(repo.insert(owner, aPlant(7n, 'a'))), { _tag: 'Inserted' });
+    assert.equal(await right(repo.insert(owner, aPlant(7n, 'b'))), { _tag: 'Exists', stored: aPlant(7n, 'a') });
+    assert.equal((await right(repo.page(owner, undefined, 10))).plants, [aPlant(7n, 'a')]);
+    const indexes = await admin.db(db).collection(COLLECTION).listIndexes().toArray();
+    assert.ok(
+      indexes.some((i) => i['name'] === INDEX_NAME && i['unique'] === true),
+      'the index is back',
+    );
+    assert.ok(
+      lines.some((l) => l.level === 'warn' && /went missing/.test(l.message)),
+      'and its loss was logged',
+    );
+  } finally {
+    await store.close();
+    await admin.db(db).dropDatabase();
+  }
+});
+
+test('the collection dropped under a running adapter: concurrent creates of one id never both count as stored', async (ctx) => {
+  const { uri, admin } = subject(ctx);
+  const { logger } = capture();
+  const { db, store } = storeOn(uri, logger, { indexRetryMs: 50 });
+  const repo = store.repository;
+  try {
+    for (let round = 0; round < 5; round++) {
+      const owner = freshOwner();
+      await right(repo.insert(owner, aPlant(1n, 'seed')));
+      await admin.db(db).collection(COLLECTION).drop();
+      const outcomes = await Promise.all(['a', 'b', 'c'].map((name) => repo.insert(owner, aPlant(9n, name))()));
+      const stored = await admin.db(db).collection(COLLECTION).find({ owner, id: 9n }).toArray();
+      assert.ok(stored.length <= 1, `round ${round}: ${stored.length} plants with one id`);
+      const inserted = outcomes.flatMap((o) => (o._tag === 'Right' && o.right._tag === 'Inserted' ? [o] : []));
+      assert.ok(inserted.length <= 1, `round ${round}: ${inserted.length} creates counted as stored`);
+      if (inserted.length === 1) assert.is(stored.length, 1, `round ${round}: the stored plant is there`);
+      for (const o of outcomes) {
+        if (o._tag === 'Right' && o.right._tag === 'Exists')
+          assert.equal(o.right.stored.name, stored[0]?.['name'], `round ${round}: a conflict names the stored plant`);
+      }
+      await new Promise((r) => setTimeout(r, 60)); // past the index backoff, if the round left one
+    }
+  } finally {
+    await store.close();
+    await admin.db(db).dropDatabase();
+  }
+});
+
+test('the unique index dropped alone under a running service comes back by itself', async (ctx) => {
+  const { uri, admin } = subject(ctx);
+  const { logger } = capture();
+  const { db, store } = storeOn(uri, logger, { indexRecheckMs: 50 });
+  try {
+    await right(store.repository.insert(freshOwner(), aPlant(1n)));
+    await admin.db(db).collection(COLLECTION).dropIndex(INDEX_NAME);
+    const until = Date.now() + 5000;
+    for (;;) {
+      await right(store.repository.ping);
+      const indexes = await admin.db(db).collection(COLLECTION).listIndexes().toArray();
+      if (indexes.some((i) => i['name'] === INDEX_NAME && i['unique'] === true)) break;
+      assert.ok(Date.now() < until, 'the unique index is back within 5 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await store.close();
+    await admin.db(db).dropDatabase();
+  }
+});
+
+test('the unique index dropped alone: the next create notices in its own round trip and puts it back first', async (ctx) => {
+  const { uri, admin } = subject(ctx);
+  const { logger, lines } = capture();
+  const { db, store } = storeOn(uri, logger, { indexRecheckMs: 3_600_000 });
+  const repo = store.repository;
+  try {
+    const owner = freshOwner();
+    assert.equal(await right(repo.insert(owner, aPlant(1n, 'a'))), { _tag: 'Inserted' });
+    await admin.db(db).collection(COLLECTION).dropIndex(INDEX_NAME);
+    assert.equal(await right(repo.insert(owner, aPlant(2n, 'b'))), { _tag: 'Inserted' });
+    const indexes = await admin.db(db).collection(COLLECTION).listIndexes().toArray();
+    assert.ok(
+      indexes.some((i) => i['name'] === INDEX_NAME && i['unique'] === true),
+      'back before the 200',
+    );
+    assert.equal(await right(repo.insert(owner, aPlant(1n, 'c'))), { _tag: 'Exists', stored: aPlant(1n, 'a') });
+    assert.is(lines.filter((l) => l.level === 'warn' && /went missing/.test(l.message)).length, 1);
+    assert.equal((await right(repo.page(owner, undefined, 10))).plants, [aPlant(1n, 'a'), aPlant(2n, 'b')]);
+    assert.is(await admin.db(db).collection(COLLECTION).countDocuments({ probe: true }), 0, 'no probe is left behind');
+  } finally {
+    await store.close();
+    await admin.db(db).dropDatabase();
+  }
+});
+
+test('a store that is closed answers unavailable, not a fault', async (ctx) => {
+  const { uri } = subject(ctx);
+  const { logger } = capture();
+  const { store } = storeOn(uri, logger);
+  await right(store.repository.ping);
+  await store.close();
+  assert.equal(await left(store.repository.page(freshOwner(), undefined, 10)), { _tag: 'StorageUnavailable' });
+});
+
+run();

@@ -2,7 +2,7 @@ import type * as O from 'fp-ts/lib/Option.js';
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
 import type { Plant, PlantId } from '../domain/plant.js';
 import type { Principal } from '../domain/principal.js';
-import type { InvalidToken, TokenStoreUnavailable } from './errors.js';
+import type { InvalidToken, AuthUnavailable } from './errors.js';
 import type { RateDecision } from './ports/rate-limiter.js';
 import type { RateLimited } from './use-cases/admit-request.js';
 import type { Backend } from './use-cases/check-readiness.js';
@@ -18,7 +18,7 @@ export type { RateDecision };
  * mistake.
  */
 export interface Application {
-  readonly authenticate: (token: string) => TaskEither<InvalidToken | TokenStoreUnavailable, Principal>;
+  readonly authenticate: (token: string) => TaskEither<InvalidToken | AuthUnavailable, Principal>;
   /** Charges a request to the principal's rate allowance; `none` when no limit applies or none could be decided. */
   readonly admit: (principal: Principal) => TaskEither<RateLimited, O.Option<RateDecision>>;
   readonly createPlant: (principal: Principal, candidate: Plant) => TaskEither<CreatePlantError, CreatedPlant>;

@@ -10,9 +10,12 @@ export interface StorageFull {
   readonly _tag: 'StorageFull';
 }
 
-/** The token store did not answer in time, or at all. Never read as "token unknown". */
-export interface TokenStoreUnavailable {
-  readonly _tag: 'TokenStoreUnavailable';
+/**
+ * What tokens are checked against (the token store, a JWKS URL) did not answer in time, or at all. Never read as
+ * "token unknown".
+ */
+export interface AuthUnavailable {
+  readonly _tag: 'AuthUnavailable';
 }
 
 /** The rate limiter's store did not answer in time, or at all. */
@@ -27,6 +30,6 @@ export interface InvalidToken {
 
 export const storageUnavailable: StorageUnavailable = { _tag: 'StorageUnavailable' };
 export const storageFull: StorageFull = { _tag: 'StorageFull' };
-export const tokenStoreUnavailable: TokenStoreUnavailable = { _tag: 'TokenStoreUnavailable' };
+export const authUnavailable: AuthUnavailable = { _tag: 'AuthUnavailable' };
 export const rateLimiterUnavailable: RateLimiterUnavailable = { _tag: 'RateLimiterUnavailable' };
 export const invalidToken: InvalidToken = { _tag: 'InvalidToken' };

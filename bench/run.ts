@@ -223,7 +223,6 @@ const redisAuth = async () => {
   }
   const server = await startRedis(binary.bin);
   const redis = redisConnection(server.uri, 2000);
-  redis.on('error', () => undefined);
   await whenReady(redis, 5000);
   const issued = await redisTokenStore(redis, { cacheTtlMs: 0 }).issue({
     owner: 'bench',

@@ -13,7 +13,7 @@ import { redisRateLimiter } from '../adapters/rate-limit/redis/redis-rate-limite
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
-import type { MongoPlantStore } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
+import type { MongodbPlantRepository } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { jwtTokenVerifier } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { sha256, staticTokenVerifier, type StaticToken } from '../adapters/tokens/static/static-token-verifier.js';
@@ -67,14 +67,13 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
   const redisAt = (url: string, timeoutMs: number): Redis => {
     let redis = redisByUrl.get(url);
     if (redis === undefined) {
-      redis = redisConnection(url, timeoutMs);
       // ioredis reports every failed reconnect: kept as the reason of the next outage line (logged once, throttled).
       const note = (reason: string) => {
         hooks.driverError?.('token store', reason);
         hooks.driverError?.('rate limiter', reason);
       };
       let lastError = 0;
-      redis.on('error', (e: Error) => {
+      redis = redisConnection(url, timeoutMs, (e) => {
         lastError = Date.now();
         note(e.message);
       });
@@ -96,10 +95,10 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
         return memoryPlantRepository({ maxPlants: memoryMaxPlants(storage) });
       case 'mongodb': {
         // The driver is loaded only when configured: the default start does not pay for it.
-        const { mongoPlantStore } = await import('../adapters/storage/mongodb/mongodb-plant-repository.js');
-        let store: MongoPlantStore;
+        const { mongodbPlantRepository } = await import('../adapters/storage/mongodb/mongodb-plant-repository.js');
+        let store: MongodbPlantRepository;
         try {
-          store = mongoPlantStore({ ...storage, logger });
+          store = mongodbPlantRepository({ ...storage, logger });
         } catch {
           // The driver's parse error may quote the URI, credentials included: say only what is wrong.
           throw new ConfigError(

@@ -83,7 +83,6 @@ const run = async (): Promise<number> => {
   const { closeRedis, redisConnection, whenReady } = await import('../adapters/redis/connection.js');
   const { redisTokenStore } = await import('../adapters/tokens/redis/redis-token-store.js');
   const redis = redisConnection(config.auth.url, config.auth.timeoutMs);
-  redis.on('error', () => undefined);
   try {
     await whenReady(redis, config.auth.timeoutMs);
     const store = redisTokenStore(redis, { cacheTtlMs: 0 });

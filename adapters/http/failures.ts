@@ -1,4 +1,4 @@
-import type { InvalidToken, StorageFull, StorageUnavailable, TokenStoreUnavailable } from '../../application/errors.js';
+import type { InvalidToken, StorageFull, StorageUnavailable, AuthUnavailable } from '../../application/errors.js';
 import type { RateDecision } from '../../application/application.js';
 import type { RateLimited } from '../../application/use-cases/admit-request.js';
 import type { QuotaUsage } from '../../application/use-cases/create-plant.js';
@@ -35,7 +35,7 @@ export type Failure =
   | QuotaExceeded
   | StorageFull
   | StorageUnavailable
-  | TokenStoreUnavailable;
+  | AuthUnavailable;
 
 export interface FailureResponse {
   readonly status: number;
@@ -154,8 +154,8 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return { status: 505, message: 'request: only HTTP/1.0 and HTTP/1.1 are served', headers: CLOSE };
     case 'StorageUnavailable':
       return unavailable('storage');
-    case 'TokenStoreUnavailable':
-      return unavailable('token store');
+    case 'AuthUnavailable':
+      return unavailable('authentication');
     default: {
       const unhandled: never = failure;
       throw new Error(`unmapped failure ${JSON.stringify(unhandled)}`);

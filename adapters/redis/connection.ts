@@ -3,9 +3,11 @@ import { Redis } from 'ioredis';
 /**
  * An ioredis connection that fails fast instead of queueing: with the server away a command fails at once
  * (no offline queue, no per-request retries), and a slow server fails at `timeoutMs`. ioredis keeps reconnecting
- * in the background (at most every 500 ms), so requests succeed again without a restart.
+ * in the background (at most every 500 ms), so requests succeed again without a restart. It reports every failed
+ * reconnect as an 'error' event, which would crash the process without a listener: `onError` is that listener (by
+ * default none is needed, as every failure also reaches its caller as a rejected command).
  */
-export const redisConnection = (url: string, timeoutMs: number): Redis =>
+export const redisConnection = (url: string, timeoutMs: number, onError: (e: Error) => void = () => undefined): Redis =>
   new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -14,7 +16,7 @@ export const redisConnection = (url: string, timeoutMs: number): Redis =>
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(50 * attempt, 500),
     lazyConnect: false,
-  });
+  }).on('error', onError);
 
 /** Closes without waiting on a server that may be gone. */
 export const closeRedis = async (redis: Redis): Promise<void> => {

@@ -55,8 +55,8 @@ test('a fresh verifier whose JWKS URL fails in any way: a good token is unavaila
     for (const outage of OUTAGES) {
       jwks.answer(outage);
       const v = await verifier();
-      assert.equal(await left(v.verify(token)), { _tag: 'TokenStoreUnavailable' }, `verify, JWKS ${outage}`);
-      assert.equal(await left(v.ping), { _tag: 'TokenStoreUnavailable' }, `ping, JWKS ${outage}`);
+      assert.equal(await left(v.verify(token)), { _tag: 'AuthUnavailable' }, `verify, JWKS ${outage}`);
+      assert.equal(await left(v.ping), { _tag: 'AuthUnavailable' }, `ping, JWKS ${outage}`);
     }
     jwks.answer('keys');
     const v = await verifier();
@@ -77,7 +77,7 @@ test('keys cached, then due for a refresh while the JWKS URL fails: unavailable,
     for (const outage of OUTAGES) {
       jwks.answer(outage);
       await new Promise((r) => setTimeout(r, cacheMaxAgeMs + 20)); // the cached keys are now too old to use
-      assert.equal(await left(v.verify(token)), { _tag: 'TokenStoreUnavailable' }, `JWKS ${outage}`);
+      assert.equal(await left(v.verify(token)), { _tag: 'AuthUnavailable' }, `JWKS ${outage}`);
     }
     jwks.answer('keys');
     assert.ok(O.isSome(await right(v.verify(token))), 'refreshed once the JWKS URL answers');
@@ -97,7 +97,7 @@ test('an unknown kid: 401 when the key set answers without it, 503 when the key 
     jwks.answer('status-500');
     assert.equal(
       await left(v.verify(unknown)),
-      { _tag: 'TokenStoreUnavailable' },
+      { _tag: 'AuthUnavailable' },
       'the kid may be a key rotated in that could not be fetched',
     );
   } finally {

@@ -5,8 +5,8 @@ import type { Logger } from '../../application/ports/logger.js';
 import {
   COLLECTION,
   INDEX_NAME,
-  mongoPlantStore,
-  type MongoPlantStore,
+  mongodbPlantRepository,
+  type MongodbPlantRepository,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { aPlant, freshOwner, left, right } from '../support/fixtures.js';
 import { startService } from '../support/http.js';
@@ -66,7 +66,7 @@ const { test, subject, run } = suiteWith<Subject>(
 /** A database of its own and the adapter on it (through the proxy, which counts what the adapter sends). */
 const storeOn = (uri: string, logger: Logger, extra: { indexRetryMs?: number; indexRecheckMs?: number } = {}) => {
   const db = `plantstore_index_${randomUUID().slice(0, 8)}`;
-  const store = mongoPlantStore({
+  const store = mongodbPlantRepository({
     uri,
     db,
     timeoutMs: 2000,
@@ -94,7 +94,7 @@ const refusedIndexCase = async (
   const db = `plantstore_index_${randomUUID().slice(0, 8)}`;
   await prepare(admin, db);
   const before = createIndexesSent(proxy);
-  const store: MongoPlantStore = mongoPlantStore({
+  const store: MongodbPlantRepository = mongodbPlantRepository({
     uri,
     db,
     timeoutMs: 2000,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { pino } from 'pino';
-import { mongoPlantStore } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { mongodbPlantRepository } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import * as assert from 'uvu/assert';
 import { startService, type Service } from '../support/http.js';
 import { ferretDbBinary, sharedFerretDb, type RunningServer } from '../../harness/servers.js';
@@ -63,7 +63,7 @@ const { test, subject, run } = suiteWith<Subject>(
 /** The MongoDB adapter through the proxy, on a database of its own. */
 const mongoStore = (proxy: TcpProxy, timeoutMs: number) => {
   const db = `plantstore_net_${randomUUID().slice(0, 8)}`;
-  const store = mongoPlantStore({
+  const store = mongodbPlantRepository({
     uri: `mongodb://127.0.0.1:${proxy.port}/`,
     db,
     timeoutMs,

@@ -20,7 +20,6 @@ rateLimiterContract(
     ? redisBin
     : async () => {
         const redis = redisConnection((await sharedRedis(redisBin.bin)).uri, 2000);
-        redis.on('error', () => undefined);
         await whenReady(redis, 5000);
         return {
           make: (max, windowMs) => redisRateLimiter(redis, { max, windowMs }),
@@ -69,7 +68,6 @@ const redisDown = suite('redis rate limiter without a server');
 
 redisDown('a Redis that does not answer is RateLimiterUnavailable', async () => {
   const redis = redisConnection(`redis://127.0.0.1:${await freePort()}`, 300);
-  redis.on('error', () => undefined);
   try {
     const result = await redisRateLimiter(redis, { max: 1, windowMs: 1000 }).consume('k')();
     assert.equal(result, E.left({ _tag: 'RateLimiterUnavailable' }));

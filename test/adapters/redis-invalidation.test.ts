@@ -37,7 +37,6 @@ const { test, subject, run } = suiteWith<Subject>(
         const server = await sharedRedis(binary.bin);
         const proxy = await startTcpProxy(server.port);
         const direct = redisConnection(server.uri, 2000);
-        direct.on('error', () => undefined);
         await whenReady(direct, 5000);
         return {
           proxy,
@@ -45,7 +44,6 @@ const { test, subject, run } = suiteWith<Subject>(
           cli: redisTokenStore(direct, { cacheTtlMs: 0 }),
           serviceStore: async (timing) => {
             const redis = redisConnection(`redis://127.0.0.1:${proxy.port}`, 2000);
-            redis.on('error', () => undefined);
             await whenReady(redis, 5000);
             const store = redisTokenStore(redis, { cacheTtlMs: 60_000, ...timing });
             await until(() => store.cacheLive(), 5000, 'the invalidation stream is set up');

@@ -18,7 +18,6 @@ const binary = redisBinary();
 const connectTo = async (): Promise<Redis> => {
   if ('skip' in binary) throw new Error(binary.skip);
   const redis = redisConnection((await sharedRedis(binary.bin)).uri, 2000);
-  redis.on('error', () => undefined);
   if (!(await whenReady(redis, 5000))) throw new Error('redis did not become ready');
   return redis;
 };

@@ -222,8 +222,8 @@ auth('a known token is its principal; an unknown one is InvalidToken', async () 
   assert.equal(await left(run('other')), { _tag: 'InvalidToken' });
 });
 
-auth('a token store that does not answer is TokenStoreUnavailable, never InvalidToken', async () => {
-  assert.equal(await left(authenticate({ tokens: downTokenStore })('secret')), { _tag: 'TokenStoreUnavailable' });
+auth('a token store that does not answer is AuthUnavailable, never InvalidToken', async () => {
+  assert.equal(await left(authenticate({ tokens: downTokenStore })('secret')), { _tag: 'AuthUnavailable' });
 });
 
 auth('readiness names each backend that does not answer', async () => {

@@ -35,7 +35,6 @@ const { test, subject, run } = suiteWith<Subject>(
         // A Redis of its own: the test counts the invalidation connections and kills them.
         const redis = await startRedis(binary.bin);
         const admin = redisConnection(redis.uri, 2000);
-        admin.on('error', () => undefined);
         await whenReady(admin, 5000);
         const env = {
           PORT: '0',

@@ -119,7 +119,7 @@ down('a request with a token is 503 with Retry-After, never 401', async ({ svc }
     } as never);
     assert.is(res.status, 503, `${method} ${path}`);
     assert.is(res.headers.get('retry-after'), '1');
-    assert.match((res.json() as { message: string }).message, /token store/);
+    assert.match((res.json() as { message: string }).message, /authentication is unavailable/);
   }
 });
 

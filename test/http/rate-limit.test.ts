@@ -31,7 +31,6 @@ const limiters: Array<{ name: string; setup: Setup<LimiterUnderTest> }> = [
         ? redisBin
         : async () => {
             const redis = redisConnection((await sharedRedis(redisBin.bin)).uri, 2000);
-            redis.on('error', () => undefined);
             await whenReady(redis, 5000);
             return {
               make: (max) => redisRateLimiter(redis, { max, windowMs: WINDOW_MS }),
@@ -105,7 +104,6 @@ const {
 downTest('requests go through, no RateLimit fields are claimed, and a warning is logged', async (ctx) => {
   const server = await startRedis(downSubject(ctx).bin);
   const redis: Redis = redisConnection(server.uri, 500);
-  redis.on('error', () => undefined);
   await whenReady(redis, 5000);
   const lines: string[] = [];
   const logger = pino(

@@ -65,7 +65,6 @@ const { test, subject, run } = suiteWith<Fleet>(
           const store = await startFerretDb(ferret.bin);
           const redisUri = (await sharedRedis(redisBin.bin)).uri;
           const redis: Redis = redisConnection(redisUri, 2000);
-          redis.on('error', () => undefined);
           await whenReady(redis, 5000);
           const tokens = redisTokenStore(redis, { cacheTtlMs: 0 });
           const common = {

@@ -1,6 +1,6 @@
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
-import { storageUnavailable, tokenStoreUnavailable } from '../../application/errors.js';
+import { storageUnavailable, authUnavailable } from '../../application/errors.js';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import type { TokenVerifier } from '../../application/ports/token-verifier.js';
 import type { Principal } from '../../domain/principal.js';
@@ -14,8 +14,8 @@ export const downRepository: PlantRepository = {
 };
 
 export const downTokenStore: TokenVerifier = {
-  verify: () => TE.left(tokenStoreUnavailable),
-  ping: TE.left(tokenStoreUnavailable),
+  verify: () => TE.left(authUnavailable),
+  ping: TE.left(authUnavailable),
 };
 
 /** Tokens resolved from a plain map, for use-case tests above the port. */

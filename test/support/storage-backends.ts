@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
-import { mongoPlantStore } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { mongodbPlantRepository } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { RepositorySetup, RepositoryUnderTest } from '../contracts/plant-repository.contract.js';
 import { ferretDbBinary, postgresBinaries, sharedFerretDb, sharedFerretDbOnPostgres } from '../../harness/servers.js';
 
@@ -19,7 +19,7 @@ const quiet = pino({ level: 'silent' });
 /** A MongoDB adapter on a database of its own, dropped afterwards. */
 export const mongoRepository = async (uri: string, timeoutMs = 2000): Promise<RepositoryUnderTest & { db: string }> => {
   const db = `plantstore_test_${randomUUID().slice(0, 8)}`;
-  const store = mongoPlantStore({ uri, db, timeoutMs, writeConcern: 'majority', journal: true, logger: quiet });
+  const store = mongodbPlantRepository({ uri, db, timeoutMs, writeConcern: 'majority', journal: true, logger: quiet });
   return {
     db,
     repo: store.repository,

@@ -135,7 +135,7 @@ const guarded =
 /** How long close() waits for the driver before it lets go (a hanging server must not hold shutdown). */
 const CLOSE_BOUND_MS = 1000;
 
-export interface MongoPlantStore {
+export interface MongodbPlantRepository {
   readonly repository: PlantRepository;
   readonly close: () => Promise<void>;
   /** The driver's client, for its monitoring events (bootstrap logs the reason of a failed heartbeat). */
@@ -148,7 +148,7 @@ export interface MongoPlantStore {
  * default) before they resolve. The unique index is created before the first write; when the server is down at
  * start-up the service still starts, reports not ready, and creates the index when the server answers.
  */
-export const mongoPlantStore = (options: MongoOptions): MongoPlantStore => {
+export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepository => {
   const { timeoutMs, logger } = options;
   const client = new MongoClient(options.uri, {
     useBigInt64: true,

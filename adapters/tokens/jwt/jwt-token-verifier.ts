@@ -12,7 +12,7 @@ import {
   type JWTVerifyGetKey,
   type JWTPayload,
 } from 'jose';
-import { tokenStoreUnavailable } from '../../../application/errors.js';
+import { authUnavailable } from '../../../application/errors.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
@@ -79,7 +79,7 @@ const fetchKeySet = async (url: string, init: RequestInit): Promise<JSONWebKeySe
  * a JWKS URL. `exp` and `sub` are required, and the owner claim; `nbf` is honoured; `iss` and `aud` are checked when
  * configured. Scopes come from the space-separated `scope` claim (absent: none). A token that fails any check
  * resolves to nothing (401); a JWKS URL that cannot answer with a key set in time (refused, timed out, an error
- * status, not JSON, not a key set), also when cached keys must be refreshed, is TokenStoreUnavailable (503).
+ * status, not JSON, not a key set), also when cached keys must be refreshed, is AuthUnavailable (503).
  */
 export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifier> => {
   const { key } = options;
@@ -143,7 +143,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
           options.logger?.debug({ reason: 'owner, sub or scope claim malformed' }, 'JWT rejected');
         return E.right(O.fromNullable(principal));
       } catch (e) {
-        if (unavailable(e)) return E.left(tokenStoreUnavailable);
+        if (unavailable(e)) return E.left(authUnavailable);
         if (e instanceof errors.JOSEError) options.logger?.debug({ reason: e.code, detail: e.message }, 'JWT rejected');
         return E.right(O.none);
       }
@@ -160,7 +160,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
               });
               return E.right(undefined);
             } catch {
-              return E.left(tokenStoreUnavailable);
+              return E.left(authUnavailable);
             }
           }
         : TE.right(undefined),

@@ -4,7 +4,7 @@ import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import * as t from 'io-ts';
 import type { Redis } from 'ioredis';
-import { tokenStoreUnavailable, type TokenStoreUnavailable } from '../../../application/errors.js';
+import { authUnavailable, type AuthUnavailable } from '../../../application/errors.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
@@ -14,7 +14,7 @@ import { listenForInvalidations } from '../../redis/invalidations.js';
 /**
  * Opaque tokens in Redis (AUTH=redis). A token is kept only as its SHA-256: the key is `plantstore:token:<hex>`, a
  * hash of owner, subject and space-separated scopes, with the token's expiry as the key's TTL. Revoking deletes the
- * key. A lookup that Redis cannot answer in time is TokenStoreUnavailable, never "unknown token".
+ * key. A lookup that Redis cannot answer in time is AuthUnavailable, never "unknown token".
  *
  * With the cache on, positive lookups are kept in process memory, and revocation still reaches every process at once:
  * Redis reports every change to a token key to every process (server-assisted client-side caching, see
@@ -36,13 +36,13 @@ const decodeRecord = (record: Record<string, string>): Principal | undefined => 
 };
 
 const attempt =
-  <A>(run: () => Promise<A>): TE.TaskEither<TokenStoreUnavailable, A> =>
+  <A>(run: () => Promise<A>): TE.TaskEither<AuthUnavailable, A> =>
   async () => {
     try {
       return E.right(await run());
     } catch {
       // Connection refused, closed, command timeout, not writable: all mean the store did not answer.
-      return E.left(tokenStoreUnavailable);
+      return E.left(authUnavailable);
     }
   };
 
@@ -57,9 +57,9 @@ export interface TokenGrant {
 export interface RedisTokenStore {
   readonly verifier: TokenVerifier;
   /** Makes a new token (256 bits from the CSPRNG) for the grant and stores its hash; answers the token. */
-  readonly issue: (grant: TokenGrant) => TE.TaskEither<TokenStoreUnavailable, string>;
+  readonly issue: (grant: TokenGrant) => TE.TaskEither<AuthUnavailable, string>;
   /** Deletes the token; `true` when it existed. */
-  readonly revoke: (token: string) => TE.TaskEither<TokenStoreUnavailable, boolean>;
+  readonly revoke: (token: string) => TE.TaskEither<AuthUnavailable, boolean>;
   /** Whether a lookup may be answered from the cache now (cache on, invalidation stream whole). */
   readonly cacheLive: () => boolean;
   /** Stops listening for invalidations (the Redis connection given is the caller's to close). */

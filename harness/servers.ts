@@ -25,7 +25,8 @@ export const freePort = (): Promise<number> =>
     });
   });
 
-const accepts = (port: number): Promise<boolean> =>
+/** Whether something accepts connections on the loopback port now. */
+export const accepts = (port: number): Promise<boolean> =>
   new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     socket.once('connect', () => {
@@ -157,6 +158,19 @@ const supervise = async (
   };
 };
 
+/** FerretDB's arguments and environment over a backend: loopback only, no telemetry, no debug listener. */
+const ferretDbRun = (backend: string[], port: number, dir: string) => ({
+  args: [
+    ...backend,
+    `--listen-addr=127.0.0.1:${port}`,
+    `--state-dir=${dir}`,
+    '--telemetry=disable',
+    '--debug-addr=-',
+    '--log-level=warn',
+  ],
+  env: { DO_NOT_TRACK: '1', FERRETDB_TELEMETRY: 'disable' },
+});
+
 /** FerretDB v1.24.2 with its SQLite handler: a MongoDB wire-protocol server, no telemetry, no debug listener. */
 export const startFerretDb = async (bin: string): Promise<RunningServer> => {
   const dir = mkdtempSync(join(tmpdir(), 'ferretdb-'));
@@ -165,16 +179,7 @@ export const startFerretDb = async (bin: string): Promise<RunningServer> => {
     'ferretdb',
     () => ({
       bin,
-      args: [
-        '--handler=sqlite',
-        `--sqlite-url=file:${dir}/`,
-        `--listen-addr=127.0.0.1:${port}`,
-        `--state-dir=${dir}`,
-        '--telemetry=disable',
-        '--debug-addr=-',
-        '--log-level=warn',
-      ],
-      env: { DO_NOT_TRACK: '1', FERRETDB_TELEMETRY: 'disable' },
+      ...ferretDbRun(['--handler=sqlite', `--sqlite-url=file:${dir}/`], port, dir),
     }),
     port,
     `mongodb://127.0.0.1:${port}/`,
@@ -349,16 +354,7 @@ export const startFerretDbOnPostgres = async (bin: string, pg: PostgresBinaries)
     'ferretdb (postgresql)',
     () => ({
       bin,
-      args: [
-        '--handler=postgresql',
-        `--postgresql-url=${postgres.uri}`,
-        `--listen-addr=127.0.0.1:${port}`,
-        `--state-dir=${dir}`,
-        '--telemetry=disable',
-        '--debug-addr=-',
-        '--log-level=warn',
-      ],
-      env: { DO_NOT_TRACK: '1', FERRETDB_TELEMETRY: 'disable' },
+      ...ferretDbRun(['--handler=postgresql', `--postgresql-url=${postgres.uri}`], port, dir),
     }),
     port,
     `mongodb://127.0.0.1:${port}/`,

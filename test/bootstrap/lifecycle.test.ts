@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { accepts } from '../../harness/servers.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hungListener } from '../support/hung.js';
@@ -18,17 +18,6 @@ const messages = (stdout: string): string[] =>
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => (JSON.parse(l) as { msg: string }).msg);
-
-/** Whether something accepts connections on the port now. */
-const accepting = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 
 const listening = async (svc: Started): Promise<number> => {
   await svc.waitFor(/"msg":"listening"/);
@@ -83,7 +72,7 @@ test('shutdown log lines come in order, and nothing listens afterwards', async (
     'backends closed',
     'stopped',
   ]);
-  assert.is(await accepting(port), false);
+  assert.is(await accepts(port), false);
 });
 
 test('a process whose stdout reader is gone exits 0 on SIGTERM, the first failed write being at shutdown', async () => {
@@ -99,7 +88,7 @@ test('a process whose stdout reader is gone exits 0 on SIGTERM, the first failed
   ]);
   svc.child.kill('SIGKILL');
   assert.is(exit, 0);
-  assert.is(await accepting(port), false);
+  assert.is(await accepts(port), false);
 });
 
 test('a process whose stdout is a closed pipe still serves, drains on SIGTERM and exits 0', async () => {
@@ -110,7 +99,7 @@ test('a process whose stdout is a closed pipe still serves, drains on SIGTERM an
   svc.child.kill('SIGTERM');
   assert.is(await svc.exited, 0);
   assert.is(svc.stderr(), '');
-  assert.is(await accepting(port), false);
+  assert.is(await accepts(port), false);
 });
 
 test('/readyz answers within its bound when storage accepts connections and never answers', async () => {

@@ -1,3 +1,4 @@
+import { accepts } from '../../harness/servers.js';
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -67,16 +68,6 @@ const npmStart = (): NpmStart => {
   return { stdout: () => out, stderr: () => err, exited, kill: (s) => child.kill(s), listening };
 };
 
-const accepting = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-
 const running = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
@@ -108,7 +99,7 @@ test('SIGTERM to the npm process drains the request in flight, then npm exits 0 
   assert.match(answer, /^HTTP\/1\.1 200 OK/);
   assert.is(await npm.exited, 0);
   assert.match(npm.stdout(), /"msg":"stopped"/);
-  assert.is(await accepting(port), false, 'nothing listens on the port');
+  assert.is(await accepts(port), false, 'nothing listens on the port');
   assert.is(running(pid), false, 'the service process is gone');
 });
 
@@ -118,7 +109,7 @@ test('SIGINT to the npm process (Ctrl-C) stops the service the same way', async 
   assert.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
   npm.kill('SIGINT');
   assert.is(await npm.exited, 0);
-  assert.is(await accepting(port), false);
+  assert.is(await accepts(port), false);
   assert.is(running(pid), false);
 });
 

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import * as O from 'fp-ts/lib/Option.js';
 import * as assert from 'uvu/assert';
 import { closeRedis, redisConnection, whenReady } from '../../adapters/redis/connection.js';
-import { INVALIDATION_CHANNEL } from '../../adapters/redis/invalidations.js';
+import { INVALIDATION_CHANNEL } from '../../adapters/tokens/redis/invalidations.js';
 import { redisTokenStore, type RedisTokenStore } from '../../adapters/tokens/redis/redis-token-store.js';
 import { freshOwner, right } from '../support/fixtures.js';
 import { redisBinary, sharedRedis } from '../../harness/servers.js';

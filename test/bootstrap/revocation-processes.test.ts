@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
 import { closeRedis, redisConnection, whenReady } from '../../adapters/redis/connection.js';
-import { INVALIDATION_CONNECTION_NAME } from '../../adapters/redis/invalidations.js';
+import { INVALIDATION_CONNECTION_NAME } from '../../adapters/tokens/redis/invalidations.js';
 import { keyOf } from '../../adapters/tokens/redis/redis-token-store.js';
 import { runNode, type Started } from '../support/process.js';
 import { redisBinary, startRedis, type RunningServer } from '../../harness/servers.js';

@@ -9,7 +9,7 @@ import type { Logger } from '../../../application/ports/logger.js';
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
 import { isScope, type Principal, type Scope } from '../../../domain/principal.js';
-import { listenForInvalidations } from '../../redis/invalidations.js';
+import { listenForInvalidations } from './invalidations.js';
 
 /**
  * Opaque tokens in Redis (AUTH=redis). A token is kept only as its SHA-256: the key is `plantstore:token:<hex>`, a
@@ -18,7 +18,7 @@ import { listenForInvalidations } from '../../redis/invalidations.js';
  *
  * With the cache on, positive lookups are kept in process memory, and revocation still reaches every process at once:
  * Redis reports every change to a token key to every process (server-assisted client-side caching, see
- * adapters/redis/invalidations.ts), which drops it from its cache. While that report stream is not known to be whole
+ * invalidations.ts), which drops it from its cache. While that report stream is not known to be whole
  * (not yet set up, disconnected, silent), the cache is neither read nor filled, and it is emptied.
  */
 export const KEY_PREFIX = 'plantstore:token:';

@@ -1,5 +1,5 @@
 import { ReplyError, type Redis } from 'ioredis';
-import type { Logger } from '../../application/ports/logger.js';
+import type { Logger } from '../../../application/ports/logger.js';
 
 /**
  * Redis server-assisted client-side caching (CLIENT TRACKING, Redis 6+), in broadcasting mode: Redis tells this

@@ -103,8 +103,8 @@ const cachedToken = async (cli: RedisTokenStore, direct: Redis, store: RedisToke
 test('the invalidation connection cut and not allowed back: the cache is not trusted, a revoked token is refused', async (ctx) => {
   const { proxy, cli, direct, serviceStore } = subject(ctx);
   const store = await serviceStore();
-  const token = await cachedToken(cli, direct, store);
   try {
+    const token = await cachedToken(cli, direct, store);
     proxy.refuse(true); // a network that lets no new connection through
     invalidationLink(proxy).cut();
     await until(() => !store.cacheLive(), 1000, 'the cut is noticed');
@@ -129,9 +129,10 @@ test('the invalidation connection held silent: the cache stops being trusted wit
   const { proxy, cli, direct, serviceStore } = subject(ctx);
   const leaseMs = 400;
   const store = await serviceStore({ heartbeatMs: 100, leaseMs });
-  const token = await cachedToken(cli, direct, store);
-  const silent = invalidationLink(proxy);
+  let silent: Link | undefined;
   try {
+    const token = await cachedToken(cli, direct, store);
+    silent = invalidationLink(proxy);
     silent.hold('both'); // nothing in or out, and no close either: only the missing heartbeat tells
     const heldAt = performance.now();
     assert.ok(await right(cli.revoke(token)));
@@ -148,7 +149,7 @@ test('the invalidation connection held silent: the cache stops being trusted wit
       await new Promise((r) => setImmediate(r));
     }
   } finally {
-    silent.cut();
+    silent?.cut();
     await store.end();
   }
 });

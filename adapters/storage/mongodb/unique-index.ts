@@ -208,8 +208,8 @@ export const uniqueIndex = (collection: Collection<Document>, options: UniqueInd
     if (state.kind === 'ok') {
       logger.warn(
         { storage: 'mongodb', index: INDEX_NAME, namespace: options.namespace },
-        `storage: the unique index ${INDEX_NAME} on ${options.namespace} went missing (an insert was not guarded by ` +
-          `it: the collection or the index was dropped); putting it back`,
+        `storage: an insert into ${options.namespace} was not guarded by the unique index ${INDEX_NAME} (the ` +
+          `collection or the index went missing: dropped?); putting it back before the insert counts`,
       );
       state = { kind: 'unknown' };
     }

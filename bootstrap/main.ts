@@ -86,7 +86,7 @@ const main = async (): Promise<void> => {
     inFlight -= 1;
   };
   const metrics = serviceMetrics({ inFlight: () => inFlight });
-  const observer = backendObserver({ logger, metrics: metrics.backends });
+  const observer = backendObserver({ logger, metrics: metrics.backends, reasonWaitMs: 250 });
 
   let stopping = false;
   let backends: Backends | undefined;

@@ -39,28 +39,46 @@ interface State {
   quiet: boolean;
   notLogged: number;
   driverReason: { readonly text: string; readonly at: number } | undefined;
+  /** The outage line waiting for the driver's reason (see `reasonWaitMs`): write it now. */
+  flush: (() => void) | undefined;
 }
 
 export const backendObserver = ({
   logger,
   metrics,
   throttleMs = 10_000,
+  reasonWaitMs = 0,
   now = Date.now,
 }: {
   readonly logger: Logger;
   readonly metrics?: BackendMetrics;
   readonly throttleMs?: number;
+  /**
+   * How long an outage line may wait for the driver's own reason when none has come yet: a call can fail (no
+   * connection to write to) before the driver's event saying why (the connection's close) has been read.
+   */
+  readonly reasonWaitMs?: number;
   readonly now?: () => number;
 }): BackendObserver => {
   const states = new Map<BackendName, State>();
   const stateOf = (backend: BackendName): State => {
     let s = states.get(backend);
     if (s === undefined) {
-      s = { up: undefined, downSince: 0, lastLineAt: -Infinity, quiet: false, notLogged: 0, driverReason: undefined };
+      s = {
+        up: undefined,
+        downSince: 0,
+        lastLineAt: -Infinity,
+        quiet: false,
+        notLogged: 0,
+        driverReason: undefined,
+        flush: undefined,
+      };
       states.set(backend, s);
     }
     return s;
   };
+  const freshReason = (s: State, at: number) =>
+    s.driverReason !== undefined && at - s.driverReason.at <= REASON_FRESH_MS ? s.driverReason.text : undefined;
   return {
     driverError: (backend, reason) => {
       stateOf(backend).driverReason = { text: redact(reason), at: now() };
@@ -68,6 +86,7 @@ export const backendObserver = ({
     answered: (backend) => {
       const s = stateOf(backend);
       if (s.up === true) return;
+      s.flush?.();
       const wasDown = s.up === false;
       s.up = true;
       metrics?.setUp(backend, true);
@@ -85,16 +104,23 @@ export const backendObserver = ({
         s.notLogged += 1;
         return;
       }
-      const driver =
-        s.driverReason !== undefined && at - s.driverReason.at <= REASON_FRESH_MS ? s.driverReason : undefined;
-      logger.warn(
-        {
-          backend,
-          reason: driver?.text ?? redact(reason),
-          ...(s.notLogged > 0 ? { outagesNotLogged: s.notLogged } : {}),
-        },
-        `${backend} unavailable`,
-      );
+      const notLogged = s.notLogged;
+      const line = (driver: string | undefined) =>
+        logger.warn(
+          { backend, reason: driver ?? redact(reason), ...(notLogged > 0 ? { outagesNotLogged: notLogged } : {}) },
+          `${backend} unavailable`,
+        );
+      const driver = freshReason(s, at);
+      if (driver !== undefined || reasonWaitMs <= 0) line(driver);
+      else {
+        const timer = setTimeout(() => s.flush?.(), reasonWaitMs);
+        timer.unref();
+        s.flush = () => {
+          clearTimeout(timer);
+          s.flush = undefined;
+          line(freshReason(s, now()));
+        };
+      }
       s.lastLineAt = at;
       s.quiet = false;
       s.notLogged = 0;

@@ -64,6 +64,35 @@ test("the driver's own recent report is the reason; credentials in it are masked
   assert.is(redact('mongodb://u:p@h1,h2/db'), 'mongodb://***@h1,h2/db');
 });
 
+test("an outage line waits briefly for the driver's reason when the failure is seen first", async () => {
+  const lines: Line[] = [];
+  const at = (level: string) => (fields: object, message: string) =>
+    lines.push({ level, fields: fields as Record<string, unknown>, message });
+  const observer = backendObserver({
+    logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
+    reasonWaitMs: 30,
+  });
+  observer.failed('token store', 'no answer (gave up after 0 ms)');
+  assert.is(lines.length, 0, 'held for the reason');
+  observer.driverError('token store', 'the connection to Redis closed');
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(
+    lines.map((l) => [l.message, l.fields['reason']]),
+    [['token store unavailable', 'the connection to Redis closed']],
+  );
+  observer.answered('token store');
+  observer.failed('storage', 'no answer (gave up after 2000 ms)');
+  observer.answered('storage');
+  assert.equal(
+    lines.slice(2).map((l) => [l.message, l.fields['reason']]),
+    [
+      ['storage unavailable', 'no answer (gave up after 2000 ms)'],
+      ['storage recovered', undefined],
+    ],
+    'a recovery first writes the held line, so the two come in order',
+  );
+});
+
 test('a flapping backend logs at most one outage per throttle window, and counts the others', () => {
   const { observer, lines, advance } = harness(10_000);
   for (let i = 0; i < 20; i++) {

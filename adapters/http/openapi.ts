@@ -350,6 +350,14 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         },
       ),
       InternalError: error('An unexpected fault; the body is exactly {"error":500,"message":"internal error"}.'),
+      MalformedRequest: error(
+        'Malformed HTTP, found before the request reached this operation (a bad request line or header, two Content-Length values, bad chunked framing, HTTP/1.1 without exactly one Host); the connection is closed.',
+      ),
+      RequestTimeout: error(
+        'The headers (HEADERS_TIMEOUT_MS) or the whole request (REQUEST_TIMEOUT_MS) did not arrive in time; the request is not processed and the connection is closed.',
+      ),
+      ExpectationFailed: error('An Expect header other than 100-continue; the connection is closed.'),
+      HeadersTooLarge: error('The request line and headers pass MAX_HEADER_SIZE bytes; the connection is closed.'),
       Unavailable: error(
         `A backend the request needs (storage, token store) is unreachable or too slow (bounded, default 2 s). ` +
           `The outcome of a create or delete answered 503 is unknown: it may have been applied, or may still be ` +
@@ -364,5 +372,24 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
   },
 });
 
+/** What Node's HTTP parser and the server may answer before routing, on any operation (adapters/http/server.ts). */
+const HTTP_FAILURES: Readonly<Record<string, { readonly $ref: string }>> = {
+  '400': { $ref: '#/components/responses/MalformedRequest' },
+  '408': { $ref: '#/components/responses/RequestTimeout' },
+  '417': { $ref: '#/components/responses/ExpectationFailed' },
+  '431': { $ref: '#/components/responses/HeadersTooLarge' },
+};
+
+/** Every operation also lists the failures found before routing (an operation's own 400 keeps its description). */
+const withHttpFailures = <D extends { readonly paths: Record<string, object> }>(doc: D): D => {
+  for (const item of Object.values(doc.paths)) {
+    for (const operation of Object.values(item) as Array<{ responses?: Record<string, unknown> }>) {
+      if (operation.responses === undefined) continue;
+      for (const [status, response] of Object.entries(HTTP_FAILURES)) operation.responses[status] ??= response;
+    }
+  }
+  return doc;
+};
+
 export const openApiDocument = (options: { readonly bodyLimit: number }) =>
-  withOperationalPaths(plantsDocument(options));
+  withHttpFailures(withOperationalPaths(plantsDocument(options)));

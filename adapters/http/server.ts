@@ -1,48 +1,14 @@
-import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../application/ports/logger.js';
+import { badHost, failureFields, originForm, parserFailure, writeFailure, type ParserError } from './before-routing.js';
+import { connectionStates, lingering, type Connection } from './connections.js';
 import { toResponse, type HttpFailure } from './failures.js';
 import { requestIdFrom } from './request-id.js';
+import { checkingInterval, type ServerLimits } from './server-limits.js';
 
-/**
- * What one client may hold of the server. Node's HTTP server bounds some of it (header bytes, header and request
- * timeouts, keep-alive) and this module sets each explicitly; the rest (connections, pipelined requests, a graceful
- * close) it adds.
- */
-export interface ServerLimits {
-  /** Open connections at once; a connection beyond it is closed as soon as it is accepted. */
-  readonly maxConnections: number;
-  /** Requests read on one connection and not yet answered; the one beyond it closes the connection. */
-  readonly maxPipelinedRequests: number;
-  /** Bytes of the request line and headers together (Node's `maxHeaderSize`); more is 431. */
-  readonly maxHeaderSize: number;
-  /** Time for the request line and headers to arrive (Node's `headersTimeout`); past it, 408. */
-  readonly headersTimeoutMs: number;
-  /** Time for the whole request, body included, to arrive (Node's `requestTimeout`); past it, 408. */
-  readonly requestTimeoutMs: number;
-  /** An idle keep-alive connection is closed after this long (Node's `keepAliveTimeout`). */
-  readonly keepAliveTimeoutMs: number;
-  /** A connection on which nothing moves either way while a request is open (a client that stops reading) is closed. */
-  readonly idleTimeoutMs: number;
-  /**
-   * After the last response of a connection, what the client still sends is read and discarded for up to `lingerMs`
-   * and `lingerBytes`, so that closing does not reset the connection before the client has read the response.
-   */
-  readonly lingerMs: number;
-  readonly lingerBytes: number;
-}
-
-export const defaultServerLimits: ServerLimits = {
-  maxConnections: 1000,
-  maxPipelinedRequests: 16,
-  maxHeaderSize: 16384,
-  headersTimeoutMs: 10_000,
-  requestTimeoutMs: 30_000,
-  keepAliveTimeoutMs: 5_000,
-  idleTimeoutMs: 60_000,
-  lingerMs: 2_000,
-  lingerBytes: 1024 * 1024,
-};
+export { defaultServerLimits, type ServerLimits } from './server-limits.js';
+export { originForm } from './before-routing.js';
 
 export interface HttpServerDeps {
   readonly logger: Logger;
@@ -50,19 +16,6 @@ export interface HttpServerDeps {
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
-
-/** What the server keeps about one connection. */
-interface Connection {
-  /** Requests handed to the app (or answered here) whose response has not closed yet. */
-  inFlight: number;
-  /** The latest request read on this connection, with its response. */
-  last: { readonly req: IncomingMessage; readonly res: ServerResponse } | undefined;
-  /** The connection is going away: nothing more read on it is answered. */
-  closing: boolean;
-  lingering: boolean;
-  /** `socket.bytesRead` when lingering began. */
-  lingerFrom: number;
-}
 
 /**
  * Node's HTTP server offers no public hook for three things done here, so this module leans on three internals that
@@ -76,66 +29,6 @@ interface ParserHooks {
 }
 /** What `parser.onIncoming` returns to make llhttp stop at the end of the current request's headers. */
 const STOP_PARSING = 2;
-
-type ParserError = Error & { readonly code?: string; readonly reason?: unknown };
-
-const JSON_TYPE = 'application/json; charset=utf-8';
-const NOT_PRINTABLE = /[^\x20-\x7e]/g;
-
-/**
- * The origin-form (path and query) of an absolute-form request target such as `http://host:port/path?query`
- * (RFC 9112 §3.2.2); undefined when the target is not an http or https URI with an authority.
- */
-export const originForm = (target: string): string | undefined => {
-  const sep = target.indexOf('://');
-  if (sep <= 0) return undefined;
-  const scheme = target.slice(0, sep).toLowerCase();
-  if (scheme !== 'http' && scheme !== 'https') return undefined;
-  const authority = sep + 3;
-  let end = authority;
-  while (end < target.length && target[end] !== '/' && target[end] !== '?') end += 1;
-  if (end === authority) return undefined;
-  const rest = target.slice(end);
-  return rest === '' || rest[0] === '?' ? `/${rest}` : rest;
-};
-
-/** The request is HTTP/1.1 without exactly one Host field (RFC 9112 §3.2 asks for a 400), or HTTP/1.0 with two. */
-const badHost = (req: IncomingMessage): boolean => {
-  const raw = req.rawHeaders;
-  let hosts = 0;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (name.length === 4 && name.toLowerCase() === 'host') hosts += 1;
-  }
-  return hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1);
-};
-
-/** The failure a parser error answers with; undefined for socket errors, which cannot be answered. */
-const parserFailure = (err: ParserError, limits: ServerLimits): HttpFailure | undefined => {
-  switch (err.code) {
-    case 'HPE_HEADER_OVERFLOW':
-      return { _tag: 'HeadersTooLarge', limit: limits.maxHeaderSize };
-    case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { _tag: 'RequestTimeout', headersMs: limits.headersTimeoutMs, requestMs: limits.requestTimeoutMs };
-    case 'HPE_PAUSED_H2_UPGRADE': // the HTTP/2 connection preface, "PRI * HTTP/2.0"
-      return { _tag: 'VersionNotSupported' };
-    case 'HPE_INVALID_EOF_STATE':
-      return { _tag: 'MalformedRequest', reason: 'the connection ended before the request was complete' };
-    default: {
-      if (err.code === undefined || !err.code.startsWith('HPE_')) return undefined;
-      // llhttp's reason is one of its own constant sentences ("Duplicate Content-Length"), never client bytes.
-      const reason = typeof err.reason === 'string' ? err.reason.replace(NOT_PRINTABLE, '').slice(0, 100) : '';
-      return {
-        _tag: 'MalformedRequest',
-        reason: reason === '' ? 'malformed HTTP/1.1' : `malformed HTTP/1.1 (${reason})`,
-      };
-    }
-  }
-};
-
-/** A quarter of the shorter timeout, between 25 ms and 1 s. */
-const checkingInterval = ({ headersTimeoutMs, requestTimeoutMs }: ServerLimits): number =>
-  Math.min(1000, Math.max(25, Math.floor(Math.min(headersTimeoutMs, requestTimeoutMs) / 4)));
 
 /**
  * Creates the node:http server around `handler` with every limit of `limits` set, and makes every failure found
@@ -163,25 +56,11 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
   // Node silently drops the headers beyond 2000 by default; the header bytes are bounded by maxHeaderSize instead.
   server.maxHeadersCount = 0;
 
-  const connections = new WeakMap<Socket, Connection>();
-  const connectionOf = (socket: Socket): Connection => {
-    let conn = connections.get(socket);
-    if (conn === undefined) {
-      conn = { inFlight: 0, last: undefined, closing: false, lingering: false, lingerFrom: 0 };
-      connections.set(socket, conn);
-    }
-    return conn;
-  };
+  const connectionOf = connectionStates();
+  const { linger, boundLinger } = lingering(limits);
 
   const logAnswered = (reqId: string, method: string | undefined, status: number, code: string) =>
     logger.info({ reqId, method, status, code }, 'request');
-
-  const contractHeaders = (reqId: string, headers: Readonly<Record<string, string>> | undefined, body: string) => {
-    const fields: string[] = ['x-request-id', reqId, 'cache-control', 'no-store', 'x-content-type-options', 'nosniff'];
-    if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
-    fields.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
-    return fields;
-  };
 
   /** Answers a request that reached the server with a failure, through its own response, and closes. */
   const answer = (req: IncomingMessage, res: ServerResponse, failure: HttpFailure, code: string): void => {
@@ -189,51 +68,8 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     const reqId = requestIdFrom(req.headers['x-request-id']);
     const { status, message, headers } = toResponse(failure);
     const body = JSON.stringify({ error: status, message });
-    res.writeHead(status, contractHeaders(reqId, headers, body)).end(body);
+    res.writeHead(status, failureFields(reqId, headers, body)).end(body);
     logAnswered(reqId, req.method, status, code);
-  };
-
-  /** Writes a failure as a whole response on the bare socket (where Node has no response object), returns its status. */
-  const writeRaw = (socket: Socket, reqId: string, failure: HttpFailure): number => {
-    const { status, message, headers } = toResponse(failure);
-    const body = JSON.stringify({ error: status, message });
-    const fields = contractHeaders(reqId, headers, body);
-    let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ndate: ${new Date().toUTCString()}\r\n`;
-    for (let i = 0; i < fields.length; i += 2) head += `${fields[i]}: ${fields[i + 1]}\r\n`;
-    socket.write(`${head}\r\n${body}`);
-    return status;
-  };
-
-  /** Once lingering has read `lingerBytes`, the connection stops reading and waits out `lingerMs`. */
-  const boundLinger = (socket: Socket, conn: Connection): void => {
-    if (socket.bytesRead - conn.lingerFrom > limits.lingerBytes) socket.pause();
-  };
-
-  /**
-   * Closes a connection without losing its last response: end our side (FIN after the response), keep reading and
-   * discarding what the client still sends (bounded), and destroy the socket when the client closes or `lingerMs`
-   * has passed. Closing at once while the client is still sending (the rest of a refused body) would make the
-   * kernel answer with a reset, and the client's stack would drop the response before the client read it.
-   */
-  const linger = (socket: Socket, conn: Connection): void => {
-    conn.closing = true;
-    if (conn.lingering || socket.destroyed) return;
-    conn.lingering = true;
-    conn.lingerFrom = socket.bytesRead;
-    socket.end();
-    const timer = setTimeout(() => socket.destroy(), limits.lingerMs).unref();
-    const req = conn.last?.req;
-    socket.once('close', () => {
-      clearTimeout(timer);
-      // A request answered here before its body was complete (408, bad framing) ends for whoever still reads it.
-      if (req !== undefined && !req.complete && !req.destroyed) req.destroy();
-    });
-    // Nothing read from now on is parsed, so nothing more reaches the app: once a 'data' listener is added, Node's
-    // parser takes its bytes from the socket's 'data' event (its own listener, removed here) instead of reading the
-    // socket directly. What arrives is counted and dropped.
-    socket.removeAllListeners('data');
-    socket.on('data', () => boundLinger(socket, conn));
-    socket.resume();
   };
 
   /** Closes a connection that has more requests unanswered than `maxPipelinedRequests`. */
@@ -329,7 +165,7 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     const answerRaw = () => {
       if (socket.destroyed) return;
       const reqId = requestIdFrom(undefined);
-      logAnswered(reqId, undefined, writeRaw(socket, reqId, failure), code);
+      logAnswered(reqId, undefined, writeFailure(socket, reqId, failure), code);
       linger(socket, conn);
     };
     // A later request is malformed while earlier ones are still being answered: answer it after them.
@@ -347,7 +183,7 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     }
     const reqId = requestIdFrom(req.headers['x-request-id']);
     const method = req.method ?? 'CONNECT';
-    logAnswered(reqId, method, writeRaw(socket, reqId, { _tag: 'MethodNotImplemented', method }), 'CONNECT');
+    logAnswered(reqId, method, writeFailure(socket, reqId, { _tag: 'MethodNotImplemented', method }), 'CONNECT');
     linger(socket, conn);
   });
 

@@ -1,0 +1,86 @@
+import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { toResponse, type HttpFailure } from './failures.js';
+import type { ServerLimits } from './server-limits.js';
+
+/** What is checked and answered before a request reaches the routes: its target, its Host, the parser's errors. */
+
+export type ParserError = Error & { readonly code?: string; readonly reason?: unknown };
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const NOT_PRINTABLE = /[^\x20-\x7e]/g;
+
+/**
+ * The origin-form (path and query) of an absolute-form request target such as `http://host:port/path?query`
+ * (RFC 9112 §3.2.2); undefined when the target is not an http or https URI with an authority.
+ */
+export const originForm = (target: string): string | undefined => {
+  const sep = target.indexOf('://');
+  if (sep <= 0) return undefined;
+  const scheme = target.slice(0, sep).toLowerCase();
+  if (scheme !== 'http' && scheme !== 'https') return undefined;
+  const authority = sep + 3;
+  let end = authority;
+  while (end < target.length && target[end] !== '/' && target[end] !== '?') end += 1;
+  if (end === authority) return undefined;
+  const rest = target.slice(end);
+  return rest === '' || rest[0] === '?' ? `/${rest}` : rest;
+};
+
+/** The request is HTTP/1.1 without exactly one Host field (RFC 9112 §3.2 asks for a 400), or HTTP/1.0 with two. */
+export const badHost = (req: IncomingMessage): boolean => {
+  const raw = req.rawHeaders;
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts += 1;
+  }
+  return hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1);
+};
+
+/** The failure a parser error answers with; undefined for socket errors, which cannot be answered. */
+export const parserFailure = (err: ParserError, limits: ServerLimits): HttpFailure | undefined => {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return { _tag: 'HeadersTooLarge', limit: limits.maxHeaderSize };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { _tag: 'RequestTimeout', headersMs: limits.headersTimeoutMs, requestMs: limits.requestTimeoutMs };
+    case 'HPE_PAUSED_H2_UPGRADE': // the HTTP/2 connection preface, "PRI * HTTP/2.0"
+      return { _tag: 'VersionNotSupported' };
+    case 'HPE_INVALID_EOF_STATE':
+      return { _tag: 'MalformedRequest', reason: 'the connection ended before the request was complete' };
+    default: {
+      if (err.code === undefined || !err.code.startsWith('HPE_')) return undefined;
+      // llhttp's reason is one of its own constant sentences ("Duplicate Content-Length"), never client bytes.
+      const reason = typeof err.reason === 'string' ? err.reason.replace(NOT_PRINTABLE, '').slice(0, 100) : '';
+      return {
+        _tag: 'MalformedRequest',
+        reason: reason === '' ? 'malformed HTTP/1.1' : `malformed HTTP/1.1 (${reason})`,
+      };
+    }
+  }
+};
+
+/** The contract's fields of a failure answered below the app: request id, no-store, nosniff, the JSON body's type. */
+export const failureFields = (
+  reqId: string,
+  headers: Readonly<Record<string, string>> | undefined,
+  body: string,
+): string[] => {
+  const fields: string[] = ['x-request-id', reqId, 'cache-control', 'no-store', 'x-content-type-options', 'nosniff'];
+  if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
+  fields.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
+  return fields;
+};
+
+/** Writes a failure as a whole response on the bare socket (where Node has no response object); its status. */
+export const writeFailure = (socket: Socket, reqId: string, failure: HttpFailure): number => {
+  const { status, message, headers } = toResponse(failure);
+  const body = JSON.stringify({ error: status, message });
+  const fields = failureFields(reqId, headers, body);
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ndate: ${new Date().toUTCString()}\r\n`;
+  for (let i = 0; i < fields.length; i += 2) head += `${fields[i]}: ${fields[i + 1]}\r\n`;
+  socket.write(`${head}\r\n${body}`);
+  return status;
+};

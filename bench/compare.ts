@@ -109,6 +109,10 @@ for (const method of which === 'both'
     );
   }
   const [ma, mb] = [median(cpu[0]), median(cpu[1])];
+  const [ba, bb] = [Math.min(...cpu[0]), Math.min(...cpu[1])];
+  console.log(
+    `  ${method} best cpu (least disturbed by other load): A ${ba.toFixed(1)} µs, B ${bb.toFixed(1)} µs, B-A ${(bb - ba).toFixed(1)} µs`,
+  );
   console.log(
     `  ${method} median cpu: A ${ma.toFixed(1)} µs, B ${mb.toFixed(1)} µs, B-A ${(mb - ma).toFixed(1)} µs (${((100 * (mb - ma)) / ma).toFixed(0)} %)`,
   );

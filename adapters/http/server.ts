@@ -133,6 +133,15 @@ const parserFailure = (err: ParserError, limits: ServerLimits): HttpFailure | un
   }
 };
 
+/** Requests each server has handed on (or answered) whose response has not closed yet. */
+const inFlightOf = new WeakMap<Server, { count: number }>();
+
+/**
+ * Requests received by a server from createHttpServer and not yet answered or cut (their response has not closed),
+ * counted where the server already follows each response, so that no second listener per request is needed.
+ */
+export const requestsInFlight = (server: Server): number => inFlightOf.get(server)?.count ?? 0;
+
 /** A quarter of the shorter timeout, between 25 ms and 1 s. */
 const checkingInterval = ({ headersTimeoutMs, requestTimeoutMs }: ServerLimits): number =>
   Math.min(1000, Math.max(25, Math.floor(Math.min(headersTimeoutMs, requestTimeoutMs) / 4)));
@@ -162,6 +171,8 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
   server.timeout = limits.idleTimeoutMs;
   // Node silently drops the headers beyond 2000 by default; the header bytes are bounded by maxHeaderSize instead.
   server.maxHeadersCount = 0;
+  const inFlight = { count: 0 };
+  inFlightOf.set(server, inFlight);
 
   const connections = new WeakMap<Socket, Connection>();
   const connectionOf = (socket: Socket): Connection => {
@@ -256,8 +267,10 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     }
     conn.inFlight += 1;
     if (conn.inFlight > limits.maxPipelinedRequests) return refusePipelined(socket, conn);
+    inFlight.count += 1;
     res.once('close', () => {
       conn.inFlight -= 1;
+      inFlight.count -= 1;
     });
     conn.last = { req, res };
 

@@ -199,6 +199,7 @@ const run = async () => {
         MEMORY_MAX_PLANTS: '1000000000',
       },
       stdio: ['ignore', 'ignore', 'inherit'],
+      cwd: workDir, // V8 writes its isolate logs for perf here, and they go with it
     },
   );
   await waitListening(port);

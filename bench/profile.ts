@@ -38,6 +38,7 @@ const STAGES: ReadonlyArray<readonly [string, RegExp]> = [
   ['metrics (prom-client, observed backends)', /node_modules\/(prom-client|tdigest|bintrees)|observability\//],
   ['routing, URL and query (polka)', /node_modules\/(polka|@polka|trouter|regexparam)|node:querystring/],
   ['io-ts, fp-ts', /node_modules\/(io-ts|fp-ts)/],
+  ['edge: server limits, dispatch, request id', /internal\/crypto\/random/],
   ['token hashing and lookup', /static-token-verifier|node:crypto|internal\/crypto/],
   ['storage (memory, sorted-btree)', /memory-plant-repository|sorted-btree/],
   ['JSON body (read, pre-scan, parse)', /adapters\/http\/(json|body)\.js|lossless-json|internal\/encoding/],
@@ -45,7 +46,7 @@ const STAGES: ReadonlyArray<readonly [string, RegExp]> = [
   ['serialization (plant JSON)', /plant-json/],
   ['response: headers, writeHead (ours)', /adapters\/http\/(respond|failures)\.js/],
   ['auth pipeline, use cases, handlers', /adapters\/http\/(pipeline|auth|handlers\/)|\/application\/|build-app/],
-  ['edge: server limits, dispatch, request id', /adapters\/http\/(server|app|request-id)\.js|bootstrap\/main/],
+  ['edge: server limits, dispatch, request id', /adapters\/http\/(server|app|request-id|exact-dispatch)\.js|bootstrap\/main/],
   [
     'socket I/O (net, streams, syscalls)',
     /node:net|internal\/(stream|streams|net)|stream_base|LibuvStreamWrap|uv__read|uv__write|\bwritev\b/,

@@ -187,6 +187,7 @@ const sideBySide = async () => {
     const ratios: number[] = [];
     const serviceCpu: Array<number | undefined> = [];
     const floorCpu: Array<number | undefined> = [];
+    const cpuRatios: Array<number | undefined> = [];
     for (let round = 1; round <= plan.rounds; round++) {
       const firstId = 1_000_000_000 * round;
       const a = await load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId }, service.child);
@@ -194,16 +195,19 @@ const sideBySide = async () => {
       ratios.push(a.rps / b.rps);
       serviceCpu.push(a.cpuUs);
       floorCpu.push(b.cpuUs);
-      const cpuRatio = a.cpuUs === undefined || b.cpuUs === undefined ? 'n/a' : (b.cpuUs / a.cpuUs).toFixed(2);
+      const cpuRatio = a.cpuUs === undefined || b.cpuUs === undefined ? undefined : b.cpuUs / a.cpuUs;
+      cpuRatios.push(cpuRatio);
       console.log(`  round ${round}  service ${fmt(a)}`);
-      console.log(`           floor   ${fmt(b)}   ratio ${(a.rps / b.rps).toFixed(2)}  cpu floor/service ${cpuRatio}`);
+      console.log(
+        `           floor   ${fmt(b)}   ratio ${(a.rps / b.rps).toFixed(2)}  cpu floor/service ${cpuRatio?.toFixed(2) ?? 'n/a'}`,
+      );
     }
     medians[label] = median(ratios);
     const c = { service: medianOf(serviceCpu), floor: medianOf(floorCpu) };
     cpu[label] = { ...c, ...(c.service && c.floor ? { ratio: c.floor / c.service } : {}) };
     console.log(`  median ratio service/floor: ${median(ratios).toFixed(2)}`);
     console.log(
-      `  median cpu per request: service ${fmtCpu(c.service).trim()} µs, floor ${fmtCpu(c.floor).trim()} µs, floor/service ${cpu[label]?.ratio?.toFixed(2) ?? 'n/a'}`,
+      `  median cpu per request: service ${fmtCpu(c.service).trim()} µs, floor ${fmtCpu(c.floor).trim()} µs, floor/service ${cpu[label]?.ratio?.toFixed(2) ?? 'n/a'} (median of the rounds' own ratios ${medianOf(cpuRatios)?.toFixed(2) ?? 'n/a'})`,
     );
   }
   await Promise.all([stopProcess(service.child), stopProcess(floor.child)]);

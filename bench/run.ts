@@ -9,11 +9,14 @@ import { fileURLToPath } from 'node:url';
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
 import { encodeCursor } from '../adapters/http/cursor.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
+import { cpuSecondsOf } from './cpu.js';
 import { jsonParseCost } from './json-parse.js';
 import type { PlantId } from '../domain/plant.js';
 import { freePort, redisBinary, startRedis } from '../harness/servers.js';
 
 const smoke = process.argv.includes('--smoke');
+/** `--side-by-side`: only the service against the floor (GET and POST), the figures of issue 11, in about 2 min. */
+const sideBySideOnly = process.argv.includes('--side-by-side');
 const plan = smoke
   ? {
       rounds: 1,
@@ -44,6 +47,8 @@ interface Load {
   p99: number;
   requests: number;
   bad: number;
+  /** The server's own CPU time (user + system) over the load, per request served, in µs; undefined without /proc. */
+  cpuUs?: number;
 }
 
 const children: ChildProcess[] = [];
@@ -114,24 +119,39 @@ const seed = async (port: number, count: number, token = TOKEN) => {
   await Promise.all(Array.from({ length: 16 }, worker));
 };
 
-const load = (spec: {
-  url: string;
-  method: 'GET' | 'POST';
-  token?: string;
-  firstId?: number;
-  probe?: number;
-  seconds?: number;
-}): Promise<Load> =>
+/**
+ * Drives one target from a load process of its own. With `server`, the server process's CPU time is read before the
+ * load process starts and after it has exited (the server is idle in between, apart from the load) and divided by
+ * the requests served.
+ */
+const load = (
+  spec: {
+    url: string;
+    method: 'GET' | 'POST';
+    token?: string;
+    firstId?: number;
+    probe?: number;
+    seconds?: number;
+  },
+  server?: ChildProcess,
+): Promise<Load> =>
   new Promise((resolve, reject) => {
     const args = { token: TOKEN, seconds: plan.seconds, connections: plan.connections, ...spec };
+    const cpuBefore = cpuSecondsOf(server?.pid);
     const child = spawn(process.execPath, [join(dist, 'bench/load.js'), JSON.stringify(args)], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) =>
-      code === 0 ? resolve(JSON.parse(out) as Load) : reject(new Error(`load exited ${code}`)),
-    );
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`load exited ${code}`));
+      const result = JSON.parse(out) as Load;
+      const cpuAfter = cpuSecondsOf(server?.pid);
+      if (cpuBefore !== undefined && cpuAfter !== undefined && result.requests > 0) {
+        result.cpuUs = ((cpuAfter - cpuBefore) * 1e6) / result.requests;
+      }
+      resolve(result);
+    });
   });
 
 const median = (xs: number[]) => {
@@ -139,14 +159,21 @@ const median = (xs: number[]) => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
+const fmtCpu = (us: number | undefined) => (us === undefined ? '   n/a' : us.toFixed(1).padStart(6));
 const fmt = (l: Load) =>
-  `${l.rps.toFixed(0).padStart(7)} req/s  p50 ${String(l.p50).padStart(3)} ms  p99 ${String(l.p99).padStart(3)} ms${l.bad ? `  (${l.bad} non-2xx/errors)` : ''}`;
+  `${l.rps.toFixed(0).padStart(7)} req/s  p50 ${String(l.p50).padStart(3)} ms  p99 ${String(l.p99).padStart(3)} ms  cpu ${fmtCpu(l.cpuUs)} µs/req${l.bad ? `  (${l.bad} non-2xx/errors)` : ''}`;
+/** The median of the defined figures; undefined when there is none. */
+const medianOf = (xs: Array<number | undefined>): number | undefined => {
+  const defined = xs.filter((x): x is number => x !== undefined);
+  return defined.length === 0 ? undefined : median(defined);
+};
 
 const sideBySide = async () => {
   const service = await startService();
   const floor = await startFloor();
   await Promise.all([seed(service.port, plan.seed), seed(floor.port, plan.seed)]);
   const medians: Record<string, number> = {};
+  const cpu: Record<string, { service: number | undefined; floor: number | undefined; ratio?: number }> = {};
   for (const [label, method, path] of [
     ['GET /plants?limit=20', 'GET', '/plants?limit=20'],
     ['POST /plants', 'POST', '/plants'],
@@ -158,19 +185,33 @@ const sideBySide = async () => {
     await load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId: 900_000_000, seconds: plan.warmup });
     await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId: 900_000_000, seconds: plan.warmup });
     const ratios: number[] = [];
+    const serviceCpu: Array<number | undefined> = [];
+    const floorCpu: Array<number | undefined> = [];
+    const cpuRatios: Array<number | undefined> = [];
     for (let round = 1; round <= plan.rounds; round++) {
       const firstId = 1_000_000_000 * round;
-      const a = await load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId });
-      const b = await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId });
+      const a = await load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId }, service.child);
+      const b = await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId }, floor.child);
       ratios.push(a.rps / b.rps);
+      serviceCpu.push(a.cpuUs);
+      floorCpu.push(b.cpuUs);
+      const cpuRatio = a.cpuUs === undefined || b.cpuUs === undefined ? undefined : b.cpuUs / a.cpuUs;
+      cpuRatios.push(cpuRatio);
       console.log(`  round ${round}  service ${fmt(a)}`);
-      console.log(`           floor   ${fmt(b)}   ratio ${(a.rps / b.rps).toFixed(2)}`);
+      console.log(
+        `           floor   ${fmt(b)}   ratio ${(a.rps / b.rps).toFixed(2)}  cpu floor/service ${cpuRatio?.toFixed(2) ?? 'n/a'}`,
+      );
     }
     medians[label] = median(ratios);
+    const c = { service: medianOf(serviceCpu), floor: medianOf(floorCpu) };
+    cpu[label] = { ...c, ...(c.service && c.floor ? { ratio: c.floor / c.service } : {}) };
     console.log(`  median ratio service/floor: ${median(ratios).toFixed(2)}`);
+    console.log(
+      `  median cpu per request: service ${fmtCpu(c.service).trim()} µs, floor ${fmtCpu(c.floor).trim()} µs, floor/service ${cpu[label]?.ratio?.toFixed(2) ?? 'n/a'} (median of the rounds' own ratios ${medianOf(cpuRatios)?.toFixed(2) ?? 'n/a'})`,
+    );
   }
   await Promise.all([stopProcess(service.child), stopProcess(floor.child)]);
-  return medians;
+  return { medians, cpu };
 };
 
 const listScaling = async () => {
@@ -248,33 +289,72 @@ const redisAuth = async () => {
     });
   }
   const ratios: number[][] = [[], []];
+  const cpus: Array<Array<number | undefined>> = [[], [], []];
   for (let round = 1; round <= plan.rounds; round++) {
     const results: Load[] = [];
     for (const [i, t] of targets.entries()) {
       results.push(
-        await load({ url: `http://127.0.0.1:${started[i]?.port}/plants?limit=20`, method: 'GET', token: t.token }),
+        await load(
+          { url: `http://127.0.0.1:${started[i]?.port}/plants?limit=20`, method: 'GET', token: t.token },
+          started[i]?.child,
+        ),
       );
     }
     results.forEach((r, i) => console.log(`  round ${round}  ${targets[i]?.label} ${fmt(r)}`));
+    results.forEach((r, i) => cpus[i]?.push(r.cpuUs));
     const base = results[0] as Load;
     ratios[0]?.push((results[1] as Load).rps / base.rps);
     ratios[1]?.push((results[2] as Load).rps / base.rps);
   }
   console.log(`  median ratio redis(cache on)/static: ${median(ratios[0] ?? []).toFixed(2)}`);
   console.log(`  median ratio redis(cache off)/static: ${median(ratios[1] ?? []).toFixed(2)}`);
+  const [staticCpu, cachedCpu, uncachedCpu] = cpus.map((xs) => medianOf(xs));
+  console.log(
+    `  median cpu per request: static ${fmtCpu(staticCpu).trim()} µs, redis cache on ${fmtCpu(cachedCpu).trim()} µs, cache off ${fmtCpu(uncachedCpu).trim()} µs (the service process only)`,
+  );
   await Promise.all(started.map((s) => stopProcess(s.child)));
   await closeRedis(redis);
   await server.dispose();
 };
 
+/**
+ * What the run will take, from the plan: the timed loads, plus what each step costs around them on this VM (a load
+ * process starting, a service starting and being seeded, 1,000,000 plants inserted for the scaling and heap steps).
+ */
+const expectedSeconds = (withRedis: boolean): number => {
+  const LOAD_START = 0.7;
+  const sideBySide = 2 * (2 * (plan.warmup + LOAD_START) + plan.rounds * 2 * (plan.seconds + LOAD_START));
+  const starts = 3 + plan.seed / 2500;
+  if (sideBySideOnly) return sideBySide + starts;
+  const perPlant = 4e-6; // seconds to insert one plant in process
+  const scaling = plan.scale.reduce((sum, n) => sum + 1 + n * perPlant + LOAD_START + plan.probe * 2 * 0.0003, 0);
+  const heapStep = 1 + plan.heapCount * perPlant;
+  const parse = smoke ? 0.5 : 4;
+  const redis = withRedis ? 4 + 3 * (plan.warmup + LOAD_START) + plan.rounds * 3 * (plan.seconds + LOAD_START) : 0;
+  return sideBySide + starts + scaling + heapStep + parse + redis;
+};
+
+const began = performance.now();
 console.log(`plant-store bench${smoke ? ' (smoke: short and small, figures not meaningful)' : ''}`);
 console.log(`machine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown cpu'}, node ${process.version}`);
-const medians = await sideBySide();
-await listScaling();
-await heap();
-jsonParseCost(smoke);
-await redisAuth();
+const expected = Math.round(expectedSeconds(!('skip' in redisBinary())));
+console.log(
+  `this run takes about ${expected >= 120 ? `${Math.round(expected / 60)} min` : `${expected} s`} (${expected} s expected)`,
+);
+const { medians, cpu: cpuMedians } = await sideBySide();
+if (!sideBySideOnly) {
+  await listScaling();
+  await heap();
+  jsonParseCost(smoke);
+  await redisAuth();
+}
+const cpuOf = (label: string) => {
+  const c = cpuMedians[label];
+  return `${fmtCpu(c?.service).trim()} µs vs floor ${fmtCpu(c?.floor).trim()} µs, floor/service ${c?.ratio?.toFixed(2) ?? 'n/a'}`;
+};
 console.log(
   `\nsummary: GET ratio ${medians['GET /plants?limit=20']?.toFixed(2)}, POST ratio ${medians['POST /plants']?.toFixed(2)}`,
 );
+console.log(`summary cpu per request: GET ${cpuOf('GET /plants?limit=20')}; POST ${cpuOf('POST /plants')}`);
+console.log(`took ${Math.round((performance.now() - began) / 1000)} s`);
 process.exit(0);

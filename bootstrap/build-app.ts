@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import { createHttpApp, type HttpSettings } from '../adapters/http/app.js';
+import { exactDispatch } from '../adapters/http/exact-dispatch.js';
 import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/server.js';
 import type { Application } from '../application/application.js';
 import type { Logger } from '../application/ports/logger.js';
@@ -52,10 +53,7 @@ export const buildServer = (
   limits: ServerLimits = defaultServerLimits,
 ): Server => {
   const http = createHttpApp(app, settings);
-  return createHttpServer(
-    (req, res) => void http.handler(req as Parameters<typeof http.handler>[0], res, undefined as never),
-    { logger: settings.logger, limits },
-  );
+  return createHttpServer(exactDispatch(http), { logger: settings.logger, limits });
 };
 
 /** Already-built adapters in, an HTTP server out: what main, the tests and the bench start. */

@@ -6,7 +6,7 @@ import { getHeapStatistics } from 'node:v8';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { corsPolicy } from '../adapters/http/cors.js';
-import { defaultServerLimits } from '../adapters/http/server.js';
+import { defaultServerLimits, requestsInFlight } from '../adapters/http/server.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { metricsServer } from '../adapters/http/metrics.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
@@ -81,16 +81,13 @@ const main = async (): Promise<void> => {
   const logger = createLogger(config);
   logger.info({ storage: config.storage.kind, auth: config.auth.kind }, 'starting');
 
-  let inFlight = 0;
-  const requestDone = () => {
-    inFlight -= 1;
-  };
-  const metrics = serviceMetrics({ inFlight: () => inFlight });
+  let api: Server | undefined;
+  const inFlight = () => (api === undefined ? 0 : requestsInFlight(api));
+  const metrics = serviceMetrics({ inFlight });
   const observer = backendObserver({ logger, metrics: metrics.backends, reasonWaitMs: 250 });
 
   let stopping = false;
   let backends: Backends | undefined;
-  let api: Server | undefined;
   let admin: Server | undefined;
 
   /**
@@ -122,7 +119,7 @@ const main = async (): Promise<void> => {
       clearInterval(idle);
       if (drained) logger.info({}, 'in-flight requests finished');
       else {
-        logger.warn({ cutRequests: inFlight }, 'shutdown bound reached: cutting the requests still running');
+        logger.warn({ cutRequests: inFlight() }, 'shutdown bound reached: cutting the requests still running');
         server.closeAllConnections();
         await closed;
       }
@@ -162,11 +159,6 @@ const main = async (): Promise<void> => {
     },
     { ...defaultServerLimits, ...config.serverLimits },
   );
-  // Counted before the app sees the request (prepended), so a request is in flight from its first line of work.
-  server.prependListener('request', (_req, res) => {
-    inFlight += 1;
-    res.once('close', requestDone);
-  });
   api = server;
   // Both listeners are bound before anything is printed: a HOST or port that cannot be used stops here (exit 1).
   await listen(server, config.port, config.host, 'PORT');

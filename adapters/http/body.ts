@@ -7,6 +7,7 @@ type BodyFailure = Extract<HttpFailure, { _tag: 'UnsupportedMediaType' | 'Payloa
 /** `application/json`, optionally with parameters; a charset other than UTF-8 is refused rather than misread. */
 export const isJsonContentType = (header: string | undefined): boolean => {
   if (header === undefined) return false;
+  if (header === 'application/json') return true; // the usual spelling, without splitting it
   const [type = '', ...params] = header.split(';');
   if (type.trim().toLowerCase() !== 'application/json') return false;
   return params.every((param) => {

@@ -30,6 +30,15 @@ interface ParserHooks {
 /** What `parser.onIncoming` returns to make llhttp stop at the end of the current request's headers. */
 const STOP_PARSING = 2;
 
+/** Requests each server has handed on (or answered) whose response has not closed yet. */
+const inFlightOf = new WeakMap<Server, { count: number }>();
+
+/**
+ * Requests received by a server from createHttpServer and not yet answered or cut (their response has not closed),
+ * counted where the server already follows each response, so that no second listener per request is needed.
+ */
+export const requestsInFlight = (server: Server): number => inFlightOf.get(server)?.count ?? 0;
+
 /**
  * Creates the node:http server around `handler` with every limit of `limits` set, and makes every failure found
  * below the app (by Node's parser, its timeouts, or the checks here) answer in the contract's shape: the status,
@@ -55,6 +64,8 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
   server.timeout = limits.idleTimeoutMs;
   // Node silently drops the headers beyond 2000 by default; the header bytes are bounded by maxHeaderSize instead.
   server.maxHeadersCount = 0;
+  const inFlight = { count: 0 };
+  inFlightOf.set(server, inFlight);
 
   const connectionOf = connectionStates();
   const { linger, boundLinger } = lingering(limits);
@@ -92,8 +103,10 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     }
     conn.inFlight += 1;
     if (conn.inFlight > limits.maxPipelinedRequests) return refusePipelined(socket, conn);
+    inFlight.count += 1;
     res.once('close', () => {
       conn.inFlight -= 1;
+      inFlight.count -= 1;
     });
     conn.last = { req, res };
 

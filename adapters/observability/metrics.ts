@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { HotHistogram, type HistogramChild } from './hot-histogram.js';
 
 /** What the backend decorators report: one call's duration and outcome, availability, and rate-limit refusals. */
 export interface BackendMetrics {
@@ -32,27 +33,36 @@ const BACKEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
  * their durations and the requests in flight (counted by the server, read at scrape time); each backend's availability and call durations; rate-limit refusals;
  * and prom-client's default process and Node metrics (CPU, memory, heap, GC, event-loop lag).
  *
- * Per request the edge costs one counter increment and one histogram observation on a label child that is looked
- * up once per (method, route, status) and reused: the label values are bounded (methods Node's parser accepts, the
- * app's route templates, status codes), never a raw path.
+ * Per request the edge costs one histogram observation (HotHistogram: a bucket search and three additions) on a label
+ * child that is looked up once per (method, route, status) and reused, and each backend call one more; the request
+ * counter is read from the histogram's counts at scrape time. The label values are bounded (methods Node's parser
+ * accepts, the app's route templates, status codes), never a raw path.
  */
 export const serviceMetrics = ({ inFlight }: { readonly inFlight?: () => number } = {}): ServiceMetrics => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
-  const requests = new Counter({
+  const durations = new HotHistogram(
+    'http_request_duration_seconds',
+    'Time from the request reaching the app to its response, by method, route template and status',
+    HTTP_BUCKETS,
+  );
+  /** One child per (route, method, status), found through nested maps of constant strings (no key built per call). */
+  const httpChildren = new Map<string, Map<string, Map<number, HistogramChild>>>();
+  /** The same children by label set: two route names with one template (`GET /plants`, HEAD) share a series. */
+  const httpSeries = new Map<string, { readonly labels: Record<string, string>; readonly child: HistogramChild }>();
+  // The request count is each duration series' count, read at scrape time: one observation per request, not two.
+  new Counter({
     name: 'http_requests_total',
     help: 'HTTP responses sent, by method, route template and status',
     labelNames: ['method', 'route', 'status'] as const,
     registers: [registry],
+    collect() {
+      this.reset();
+      for (const { labels, child } of httpSeries.values()) this.inc(labels, child.count());
+    },
   });
-  const durations = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from the request reaching the app to its response, by method, route template and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: HTTP_BUCKETS,
-    registers: [registry],
-  });
+  durations.registerWith(registry);
   if (inFlight !== undefined) {
     new Gauge({
       name: 'http_requests_in_flight',
@@ -69,22 +79,19 @@ export const serviceMetrics = ({ inFlight }: { readonly inFlight?: () => number 
     labelNames: ['backend'] as const,
     registers: [registry],
   });
-  const backendCalls = new Histogram({
-    name: 'plantstore_backend_call_duration_seconds',
-    help: 'Duration of calls to a backend, by backend, operation and outcome (ok, unavailable, error)',
-    labelNames: ['backend', 'operation', 'outcome'] as const,
-    buckets: BACKEND_BUCKETS,
-    registers: [registry],
-  });
+  const backendCalls = new HotHistogram(
+    'plantstore_backend_call_duration_seconds',
+    'Duration of calls to a backend, by backend, operation and outcome (ok, unavailable, error)',
+    BACKEND_BUCKETS,
+  );
+  backendCalls.registerWith(registry);
   const rejections = new Counter({
     name: 'plantstore_rate_limit_rejections_total',
     help: 'Requests refused with 429 because their principal used its allowance for the window',
     registers: [registry],
   });
 
-  type HttpChildren = { readonly count: Counter.Internal; readonly duration: Histogram.Internal<string> };
-  const httpChildren = new Map<string, HttpChildren>();
-  const callChildren = new Map<string, Histogram.Internal<string>>();
+  const callChildren = new Map<string, Map<string, Map<CallOutcome, HistogramChild>>>();
 
   /** `GET /plants/{id}` is labelled method GET, route /plants/{id}; `* /plants` (a 405) route /plants. */
   const templateOf = (route: string) => {
@@ -95,24 +102,32 @@ export const serviceMetrics = ({ inFlight }: { readonly inFlight?: () => number 
   return {
     http: {
       observe: (method, route, status, seconds) => {
-        const key = `${method} ${route} ${status}`;
-        let children = httpChildren.get(key);
-        if (children === undefined) {
+        let byMethod = httpChildren.get(route);
+        if (byMethod === undefined) httpChildren.set(route, (byMethod = new Map()));
+        let byStatus = byMethod.get(method);
+        if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+        let child = byStatus.get(status);
+        if (child === undefined) {
           const labels = { method, route: templateOf(route), status: String(status) };
-          children = { count: requests.labels(labels), duration: durations.labels(labels) };
-          httpChildren.set(key, children);
+          const key = `${labels.method} ${labels.route} ${labels.status}`;
+          const series = httpSeries.get(key) ?? { labels, child: durations.child(labels) };
+          httpSeries.set(key, series);
+          child = series.child;
+          byStatus.set(status, child);
         }
-        children.count.inc();
-        children.duration.observe(seconds);
+        child.observe(seconds);
       },
     },
     backends: {
       observeCall: (backend, operation, outcome, seconds) => {
-        const key = `${backend}\u0000${operation}\u0000${outcome}`;
-        let child = callChildren.get(key);
+        let byOperation = callChildren.get(backend);
+        if (byOperation === undefined) callChildren.set(backend, (byOperation = new Map()));
+        let byOutcome = byOperation.get(operation);
+        if (byOutcome === undefined) byOperation.set(operation, (byOutcome = new Map()));
+        let child = byOutcome.get(outcome);
         if (child === undefined) {
-          child = backendCalls.labels({ backend, operation, outcome });
-          callChildren.set(key, child);
+          child = backendCalls.child({ backend, operation, outcome });
+          byOutcome.set(outcome, child);
         }
         child.observe(seconds);
       },

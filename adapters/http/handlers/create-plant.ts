@@ -21,7 +21,11 @@ export const createPlantHandler =
     if (!isJsonContentType(req.headers['content-type'])) return fail(req, res, { _tag: 'UnsupportedMediaType' });
     const bytes = await readBody(req, bodyLimit);
     if (bytes === undefined) return; // the client went away
-    const candidate = E.flatMap(E.flatMap(bytes, parseJson), decodeNewPlant);
+    // Plain checks rather than E.flatMap: fp-ts's data-first `dual` copies `arguments` into an array on every call.
+    if (E.isLeft(bytes)) return fail(req, res, bytes.left);
+    const json = parseJson(bytes.right);
+    if (E.isLeft(json)) return fail(req, res, json.left);
+    const candidate = decodeNewPlant(json.right);
     if (E.isLeft(candidate)) return fail(req, res, candidate.left);
     const created = await app.createPlant(principal, candidate.right)();
     if (E.isLeft(created)) return fail(req, res, created.left);

@@ -14,18 +14,20 @@ export interface StaticToken {
 export const sha256 = (secret: string): Buffer => hash('sha256', secret, 'buffer');
 
 /**
- * A fixed token set (AUTH=static), held only as SHA-256 hashes. A presented token is hashed and looked up by its
- * hash, then compared in constant time; lookup time depends on the hash, never on how much of a secret matched.
+ * A fixed token set (AUTH=static), held only as SHA-256 hashes. A presented token is hashed (once per request) and
+ * looked up by its hash, then compared in constant time; lookup time depends on the hash, never on how much of a
+ * secret matched. The hash is taken as a 32-character latin1 string (the digest's bytes, one character each): the
+ * cheapest key `crypto.hash` gives, half the cost of hex and its decoding back to bytes.
  */
 export const staticTokenVerifier = (tokens: readonly StaticToken[]): TokenVerifier => {
   const byHash = new Map<string, StaticToken>();
-  for (const token of tokens) byHash.set(token.sha256.toString('hex'), token);
+  for (const token of tokens) byHash.set(token.sha256.toString('latin1'), token);
 
   return {
     verify: (token) => () => {
-      const presented = hash('sha256', token, 'hex');
+      const presented = hash('sha256', token, 'binary'); // 'binary' is latin1
       const entry = byHash.get(presented);
-      const found = entry !== undefined && timingSafeEqual(entry.sha256, Buffer.from(presented, 'hex'));
+      const found = entry !== undefined && timingSafeEqual(entry.sha256, Buffer.from(presented, 'latin1'));
       return Promise.resolve(E.right(found ? O.some(entry.principal) : O.none));
     },
     ping: TE.right(undefined),

@@ -46,7 +46,10 @@ const STAGES: ReadonlyArray<readonly [string, RegExp]> = [
   ['serialization (plant JSON)', /plant-json/],
   ['response: headers, writeHead (ours)', /adapters\/http\/(respond|failures)\.js/],
   ['auth pipeline, use cases, handlers', /adapters\/http\/(pipeline|auth|handlers\/)|\/application\/|build-app/],
-  ['edge: server limits, dispatch, request id', /adapters\/http\/(server|app|request-id|exact-dispatch)\.js|bootstrap\/main/],
+  [
+    'edge: server limits, dispatch, request id',
+    /adapters\/http\/(server|app|request-id|exact-dispatch)\.js|bootstrap\/main/,
+  ],
   [
     'socket I/O (net, streams, syscalls)',
     /node:net|internal\/(stream|streams|net)|stream_base|LibuvStreamWrap|uv__read|uv__write|\bwritev\b/,

@@ -10,13 +10,13 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../harness/servers.js';
 import { cpuSecondsOf } from './cpu.js';
+import { serviceEnv, TOKEN } from './service-env.js';
 
 const [distA, distB] = [resolve(process.argv[2] ?? ''), resolve(process.argv[3] ?? '')];
 const which = process.argv[4] ?? 'both';
 const rounds = Number(process.argv[5] ?? 5);
 const seconds = Number(process.argv[6] ?? 5);
 const here = join(dirname(fileURLToPath(import.meta.url)), '..');
-const TOKEN = 'bench-token';
 
 const children: ChildProcess[] = [];
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
@@ -24,17 +24,7 @@ process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 const start = async (dist: string) => {
   const port = await freePort();
   const child = spawn(process.execPath, [join(dist, 'bootstrap/main.js')], {
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      AUTH_TOKENS: JSON.stringify([
-        { token: TOKEN, owner: 'bench', subject: 'bench', scopes: ['plants:read', 'plants:write'] },
-      ]),
-      MAX_PLANTS_PER_OWNER: '1000000000',
-      MEMORY_MAX_PLANTS: '1000000000',
-    },
+    env: { PATH: process.env['PATH'] ?? '', ...serviceEnv(port) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(child);

@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../harness/servers.js';
 import { cpuSecondsOf } from './cpu.js';
+import { serviceEnv, TOKEN } from './service-env.js';
 
 const route = process.argv[2] === 'post' ? 'post' : 'get';
 const seconds = Math.max(4, Number(process.argv[3] ?? 10) || 10);
@@ -26,7 +27,6 @@ const floor = process.argv.includes('--floor');
 const hasPerf = spawnSync('perf', ['--version']).status === 0;
 const usePerf = hasPerf && !process.argv.includes('--cpu-prof');
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..');
-const TOKEN = 'bench-token';
 
 /** Stages, tried on each frame (its function name and file, or its symbol and object) from the leaf up. */
 const STAGES: ReadonlyArray<readonly [string, RegExp]> = [
@@ -193,14 +193,8 @@ const run = async () => {
     {
       env: {
         PATH: process.env['PATH'] ?? '',
-        PORT: String(port),
-        HOST: '127.0.0.1',
+        ...serviceEnv(port),
         LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info',
-        AUTH_TOKENS: JSON.stringify([
-          { token: TOKEN, owner: 'bench', subject: 'bench', scopes: ['plants:read', 'plants:write'] },
-        ]),
-        MAX_PLANTS_PER_OWNER: '1000000000',
-        MEMORY_MAX_PLANTS: '1000000000',
       },
       stdio: ['ignore', 'ignore', 'inherit'],
       cwd: workDir, // V8 writes its isolate logs for perf here, and they go with it

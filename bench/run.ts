@@ -11,6 +11,7 @@ import { encodeCursor } from '../adapters/http/cursor.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { cpuSecondsOf } from './cpu.js';
 import { jsonParseCost } from './json-parse.js';
+import { serviceEnv, TOKEN } from './service-env.js';
 import type { PlantId } from '../domain/plant.js';
 import { freePort, redisBinary, startRedis } from '../harness/servers.js';
 
@@ -39,7 +40,6 @@ const plan = smoke
       heapCount: 1_000_000,
     };
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..');
-const TOKEN = 'bench-token';
 
 interface Load {
   rps: number;
@@ -82,18 +82,7 @@ const stopProcess = async (child: ChildProcess) => {
 /** The service as operators run it: bootstrap/main.js, memory storage, pino at info with logs to /dev/null. */
 const startService = async (extraEnv: Record<string, string> = {}) => {
   const port = await freePort();
-  const env = {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'info',
-    AUTH_TOKENS: JSON.stringify([
-      { token: TOKEN, owner: 'bench', subject: 'bench', scopes: ['plants:read', 'plants:write'] },
-    ]),
-    // One owner creates every plant of the run: the quota stays on (its code path is measured) but never binds.
-    MAX_PLANTS_PER_OWNER: '1000000000',
-    MEMORY_MAX_PLANTS: '1000000000',
-    ...extraEnv,
-  };
+  const env = { ...serviceEnv(port), ...extraEnv };
   return { port, child: await startProcess([join(dist, 'bootstrap/main.js')], env, port) };
 };
 

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import type { Collection, Document, MongoServerError } from 'mongodb';
+import type { Collection, Document } from 'mongodb';
 import type { InsertOutcome } from '../../../application/ports/plant-repository.js';
 import type { Plant, PlantId } from '../../../domain/plant.js';
 
@@ -84,13 +84,9 @@ export const coalescing = <A, R>(read: (asks: readonly A[]) => Promise<R>) => {
 };
 
 /**
- * Reads a duplicate-key error: MongoDB names the index's key pattern (`keyPattern`); FerretDB does not, so there the
- * caller must look whether the id is stored.
+ * Which unique index refused an insert, from the key pattern of the write error in the insert command's answer:
+ * MongoDB names it (`keyPattern`); FerretDB does not, so there the caller must look whether the id is stored.
  */
-export const attemptOfDuplicate = (error: MongoServerError): SlotAttempt =>
-  attemptOfKeyPattern(error['keyPattern'] ?? error.errorResponse['keyPattern']);
-
-/** The same, from the key pattern of a write error in an insert command's answer. */
 export const attemptOfKeyPattern = (pattern: unknown): SlotAttempt =>
   typeof pattern === 'object' && pattern !== null && 'slot' in pattern && !('id' in pattern) ? 'slot-taken' : 'taken';
 

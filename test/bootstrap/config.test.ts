@@ -188,4 +188,14 @@ test('every variable the code reads is in .env.example, and .env.example names n
   assert.equal([...documented].sort(), Object.keys(variables).sort());
 });
 
+test('docs/configuration.md documents exactly the variables the code reads', () => {
+  const doc = readFileSync(join(root, 'docs', 'configuration.md'), 'utf8');
+  // The table's first column: one or more `NAME`s per row (`JWT_ISSUER`, `JWT_AUDIENCE` share one).
+  const documented = doc
+    .split('\n')
+    .filter((line) => /^\| `[A-Z]/.test(line))
+    .flatMap((line) => [...(line.split('|')[1] ?? '').matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]));
+  assert.equal([...documented].sort(), Object.keys(variables).sort());
+});
+
 test.run();

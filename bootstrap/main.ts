@@ -20,6 +20,7 @@ import { connectBackends, memoryMaxPlants, type Backends } from './backends.js';
 import { buildApp } from './build-app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { serviceVersion } from './version.js';
 
 /** Resolves with the promise's value, or with undefined once `ms` have passed. */
 const within = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> =>
@@ -83,7 +84,7 @@ const main = async (): Promise<void> => {
 
   let api: Server | undefined;
   const inFlight = () => (api === undefined ? 0 : requestsInFlight(api));
-  const metrics = serviceMetrics({ inFlight });
+  const metrics = serviceMetrics({ inFlight, version: serviceVersion() });
   const observer = backendObserver({ logger, metrics: metrics.backends, reasonWaitMs: 250 });
 
   let stopping = false;
@@ -163,7 +164,7 @@ const main = async (): Promise<void> => {
   // Both listeners are bound before anything is printed: a HOST or port that cannot be used stops here (exit 1).
   await listen(server, config.port, config.host, 'PORT');
   if (config.metricsPort !== undefined) {
-    admin = metricsServer(metrics.exposition);
+    admin = metricsServer(metrics.exposition, { logger, limits: { ...defaultServerLimits, ...config.serverLimits } });
     await listen(admin, config.metricsPort, config.host, 'METRICS_PORT');
   }
   if (stopping) return;

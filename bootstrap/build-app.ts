@@ -53,7 +53,7 @@ export const buildServer = (
   limits: ServerLimits = defaultServerLimits,
 ): Server => {
   const http = createHttpApp(app, settings);
-  return createHttpServer(exactDispatch(http), { logger: settings.logger, limits });
+  return createHttpServer(exactDispatch(http), { logger: settings.logger, limits, refused: settings.metrics?.refused });
 };
 
 /** Already-built adapters in, an HTTP server out: what main, the tests and the bench start. */

@@ -4,7 +4,7 @@ import './require-supported-node.js';
 import { onStopSignal } from './signals.js';
 import { getHeapStatistics } from 'node:v8';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { corsPolicy } from '../adapters/http/cors.js';
 import { defaultServerLimits, requestsInFlight } from '../adapters/http/server.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
@@ -20,6 +20,7 @@ import { connectBackends, memoryMaxPlants, type Backends } from './backends.js';
 import { buildApp } from './build-app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { serviceVersion } from './version.js';
 
 /** Resolves with the promise's value, or with undefined once `ms` have passed. */
 const within = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> =>
@@ -37,8 +38,36 @@ const within = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> =>
     );
   });
 
+/** Whether `port` can be listened on now (on `host`, or every address). */
+const canListen = (port: number, host: string | undefined): Promise<boolean> =>
+  new Promise((resolve) => {
+    const probe = createNetServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ port, ...(host === undefined ? {} : { host }), exclusive: true }, () =>
+      probe.close(() => resolve(true)),
+    );
+  });
+
+/**
+ * A port to suggest instead of a busy one: the nearest above it that is free now and is not `avoid` (the other
+ * listener's configured port), among the next 100; undefined when none is. Never the default, which is likely the
+ * busy one.
+ */
+const freePortNear = async (port: number, host: string | undefined, avoid: number | undefined) => {
+  for (let p = port + 1; p <= Math.min(65535, port + 100); p += 1) {
+    if (p !== avoid && (await canListen(p, host))) return p;
+  }
+  return undefined;
+};
+
 /** A listen failure as one line that names the variable to change. */
-const listenFailure = (e: unknown, portVariable: string, port: number, host: string | undefined): Error => {
+const listenFailure = async (
+  e: unknown,
+  portVariable: string,
+  port: number,
+  host: string | undefined,
+  avoid: number | undefined,
+): Promise<Error> => {
   const code = (e as NodeJS.ErrnoException).code ?? 'unknown error';
   const where = host === undefined ? `port ${port}` : `${host}, port ${port}`;
   switch (code) {
@@ -50,22 +79,35 @@ const listenFailure = (e: unknown, portVariable: string, port: number, host: str
       return new ConfigError(
         `HOST: cannot listen on ${JSON.stringify(host)} (${code}: not an address of this machine); for example HOST=127.0.0.1`,
       );
-    case 'EADDRINUSE':
+    case 'EADDRINUSE': {
+      const free = await freePortNear(port, host, avoid);
       return new Error(
-        `${portVariable}: ${where} is already in use (EADDRINUSE); for example ${portVariable}=${port === 3000 ? 8080 : 3000}`,
+        `${portVariable}: ${where} is already in use (EADDRINUSE); ` +
+          (free === undefined
+            ? `stop what listens there, or choose another port`
+            : `for example ${portVariable}=${free} (free now)`),
       );
-    case 'EACCES':
+    }
+    case 'EACCES': {
+      const example = portVariable === 'METRICS_PORT' ? 9464 : 3000;
       return new Error(
-        `${portVariable}: not allowed to listen on ${where} (EACCES: ports below 1024 need privileges); for example ${portVariable}=3000`,
+        `${portVariable}: not allowed to listen on ${where} (EACCES: ports below 1024 need privileges); for example ${portVariable}=${example === avoid ? example + 1 : example}`,
       );
+    }
     default:
       return new Error(`${portVariable}: cannot listen on ${where} (${code})`);
   }
 };
 
-const listen = (server: Server, port: number, host: string | undefined, portVariable: string): Promise<void> =>
+const listen = (
+  server: Server,
+  port: number,
+  host: string | undefined,
+  portVariable: string,
+  avoid: number | undefined,
+): Promise<void> =>
   new Promise((resolve, reject) => {
-    const failed = (e: unknown) => reject(listenFailure(e, portVariable, port, host));
+    const failed = (e: unknown) => void listenFailure(e, portVariable, port, host, avoid).then(reject);
     server.once('error', failed);
     server.listen({ port, ...(host === undefined ? {} : { host }) }, () => {
       server.off('error', failed);
@@ -83,7 +125,7 @@ const main = async (): Promise<void> => {
 
   let api: Server | undefined;
   const inFlight = () => (api === undefined ? 0 : requestsInFlight(api));
-  const metrics = serviceMetrics({ inFlight });
+  const metrics = serviceMetrics({ inFlight, version: serviceVersion() });
   const observer = backendObserver({ logger, metrics: metrics.backends, reasonWaitMs: 250 });
 
   let stopping = false;
@@ -161,10 +203,10 @@ const main = async (): Promise<void> => {
   );
   api = server;
   // Both listeners are bound before anything is printed: a HOST or port that cannot be used stops here (exit 1).
-  await listen(server, config.port, config.host, 'PORT');
+  await listen(server, config.port, config.host, 'PORT', config.metricsPort);
   if (config.metricsPort !== undefined) {
-    admin = metricsServer(metrics.exposition);
-    await listen(admin, config.metricsPort, config.host, 'METRICS_PORT');
+    admin = metricsServer(metrics.exposition, { logger, limits: { ...defaultServerLimits, ...config.serverLimits } });
+    await listen(admin, config.metricsPort, config.host, 'METRICS_PORT', config.port);
   }
   if (stopping) return;
 

@@ -10,22 +10,50 @@ import { ConfigError, loadConfig } from './config.js';
 
 /**
  * `npm run token -- issue --owner O --subject S --scopes plants:read,plants:write [--ttl SECONDS]` prints a new token
- * alone on the last line of stdout; `npm run token -- revoke TOKEN` revokes one at once (Redis reports the deletion
- * to every running service process, which drops the token from its cache: the next request with it is a 401).
- * Uses the service's own configuration (AUTH=redis, REDIS_URL, AUTH_TIMEOUT_MS). Bad arguments: a usage line, exit 2.
+ * alone on the last line of stdout; `npm run token -- revoke TOKEN` (or `revoke -`, the token on standard input)
+ * revokes one at once (Redis reports the deletion to every running service process, which drops the token from its
+ * cache: the next request with it is a 401). Uses the service's own configuration, and needs AUTH=redis (with
+ * REDIS_URL, AUTH_TIMEOUT_MS). Bad arguments, a repeated option included: the usage, exit 2. `--help`: the usage on
+ * stdout, exit 0.
  */
-const USAGE =
-  'usage: npm run token -- issue --owner <owner> --subject <subject> --scopes plants:read,plants:write [--ttl <seconds>] | revoke <token>';
+const USAGE = `usage: AUTH=redis REDIS_URL=redis://127.0.0.1:6379 npm run token -- <command>
+  issue --owner <owner> --subject <subject> --scopes plants:read,plants:write [--ttl <seconds>]
+      issues a token and prints it alone on the last line of stdout; without --ttl it never expires (until revoked)
+  revoke -        revokes the token read from standard input (one line): it stays out of shell history and ps
+  revoke <token>  revokes the token given as the argument
+  --help          prints this text
+Each option at most once. The token store is the configured one: AUTH=redis and its REDIS_URL.`;
+
+/** A token on standard input is at most this long (a b64token of TOKEN_MAX characters and a line ending). */
+const STDIN_MAX = 8192;
 
 class UsageError extends Error {}
 
 type Command =
-  { readonly kind: 'issue'; readonly grant: TokenGrant } | { readonly kind: 'revoke'; readonly token: string };
+  | { readonly kind: 'help' }
+  | { readonly kind: 'issue'; readonly grant: TokenGrant }
+  | { readonly kind: 'revoke'; readonly token: string }
+  | { readonly kind: 'revokeFromStdin' };
+
+const ISSUE_OPTIONS = ['owner', 'subject', 'scopes', 'ttl'] as const;
+
+/** Each option once: parseArgs keeps the last of a repeated one, which would silently change what is issued. */
+const once = (values: Record<string, string[] | undefined>): Record<string, string | undefined> => {
+  const single: Record<string, string | undefined> = {};
+  for (const name of ISSUE_OPTIONS) {
+    const given = values[name] ?? [];
+    if (given.length > 1) throw new UsageError(`--${name} is given ${given.length} times; give it once`);
+    single[name] = given[0];
+  }
+  return single;
+};
 
 const parseCommand = (argv: string[]): Command => {
   const [verb, ...rest] = argv;
+  if (verb === '--help' || verb === '-h' || verb === 'help') return { kind: 'help' };
   if (verb === 'revoke') {
-    if (rest.length !== 1 || !isBearerToken(rest[0] as string)) throw new UsageError('revoke takes one token');
+    if (rest.length === 1 && rest[0] === '-') return { kind: 'revokeFromStdin' };
+    if (rest.length !== 1 || !isBearerToken(rest[0] as string)) throw new UsageError('revoke takes one token, or -');
     return { kind: 'revoke', token: rest[0] as string };
   }
   if (verb !== 'issue')
@@ -36,29 +64,27 @@ const parseCommand = (argv: string[]): Command => {
       args: rest,
       strict: true,
       allowPositionals: false,
-      options: {
-        owner: { type: 'string' },
-        subject: { type: 'string' },
-        scopes: { type: 'string' },
-        ttl: { type: 'string' },
-      },
+      options: Object.fromEntries(ISSUE_OPTIONS.map((name) => [name, { type: 'string', multiple: true }])) as Record<
+        (typeof ISSUE_OPTIONS)[number],
+        { type: 'string'; multiple: true }
+      >,
     }));
   } catch (e) {
     throw new UsageError(e instanceof Error ? e.message : String(e));
   }
-  const owner = Owner.from(values.owner ?? '');
+  const { owner: ownerText, subject = '', scopes: scopesText, ttl } = once(values);
+  const owner = Owner.from(ownerText ?? '');
   if (E.isLeft(owner)) throw new UsageError(`--owner ${owner.left.rule}`);
-  const subject = values.subject ?? '';
   if (subject.length < 1 || subject.length > 256 || hasControlCharacter(subject)) {
     throw new UsageError('--subject must be 1 to 256 characters without control characters');
   }
-  const scopes = (values.scopes ?? '').split(',').filter((s) => s !== '');
+  const scopes = (scopesText ?? '').split(',').filter((s) => s !== '');
   if (scopes.length === 0 || !scopes.every(isScope))
     throw new UsageError('--scopes must list plants:read and/or plants:write');
   let ttlSeconds: number | undefined;
-  if (values.ttl !== undefined) {
-    ttlSeconds = Number(values.ttl);
-    if (!/^[0-9]+$/.test(values.ttl) || ttlSeconds < 1 || ttlSeconds > 10 * 365 * 86400) {
+  if (ttl !== undefined) {
+    ttlSeconds = Number(ttl);
+    if (!/^[0-9]+$/.test(ttl) || ttlSeconds < 1 || ttlSeconds > 10 * 365 * 86400) {
       throw new UsageError('--ttl must be a whole number of seconds from 1 to 315360000');
     }
   }
@@ -66,14 +92,31 @@ const parseCommand = (argv: string[]): Command => {
   return { kind: 'issue', grant: ttlSeconds === undefined ? grant : { ...grant, ttlSeconds } };
 };
 
+/** The one line on standard input, without its line ending; a usage error unless it is a bearer token. */
+const tokenFromStdin = async (): Promise<string> => {
+  let text = '';
+  for await (const chunk of process.stdin) {
+    text += (chunk as Buffer).toString('utf8');
+    if (text.length > STDIN_MAX) throw new UsageError('revoke -: standard input holds more than one token');
+  }
+  const token = text.replace(/\r?\n$/, '');
+  if (!isBearerToken(token)) throw new UsageError('revoke -: standard input must hold one token on one line');
+  return token;
+};
+
 const run = async (): Promise<number> => {
   let command: Command;
   try {
     command = parseCommand(process.argv.slice(2));
+    if (command.kind === 'revokeFromStdin') command = { kind: 'revoke', token: await tokenFromStdin() };
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     process.stderr.write(`${e.message}\n${USAGE}\n`);
     return 2;
+  }
+  if (command.kind === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
   }
   const config = loadConfig(process.env);
   if (config.auth.kind !== 'redis') {

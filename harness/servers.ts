@@ -376,3 +376,11 @@ let sharedOnPostgres: Promise<RunningServer> | undefined;
 /** One FerretDB on PostgreSQL for every suite of the run that only needs a server (a database each). */
 export const sharedFerretDbOnPostgres = (bin: string, pg: PostgresBinaries): Promise<RunningServer> =>
   (sharedOnPostgres ??= startFerretDbOnPostgres(bin, pg));
+
+/** Prometheus's promtool (Debian: apt-get install prometheus), for `promtool check metrics` on a scrape. */
+export const promtoolBinary = (): { bin: string } | { skip: string } =>
+  locate(
+    'promtool',
+    [process.env['PROMTOOL_BIN'], onPath('promtool'), '/usr/bin/promtool'],
+    'apt-get install prometheus',
+  );

@@ -70,7 +70,7 @@ export const createHttpApp = (app: Application, settings: HttpSettings) => {
   const openApiJson = stringify(openApiDocument({ bodyLimit })) as string;
   const docs = docsSite();
 
-  return polka({
+  const routes = polka({
     onNoMatch: (req, res) => respond.fail(exchangeOf(req, 'unknown'), res, { _tag: 'RouteNotFound' }),
     onError: (err, req, res) => {
       const exchange = exchangeOf(req, (req as Partial<Exchange>).route ?? 'unknown');
@@ -84,8 +84,6 @@ export const createHttpApp = (app: Application, settings: HttpSettings) => {
     .all(READYZ, methodNotAllowed('/readyz', 'GET, HEAD'))
     .get(OPENAPI, named('GET /openapi.json', openApiHandler(openApiJson, respond)))
     .all(OPENAPI, methodNotAllowed('/openapi.json', 'GET, HEAD'))
-    .get(METRICS, named('GET /metrics', metricsHandler(settings.metricsEndpoint, respond)))
-    .all(METRICS, methodNotAllowed('/metrics', 'GET, HEAD'))
     .get(DOCS, named('GET /docs', docsPageHandler(docs, respond)))
     .all(DOCS, methodNotAllowed('/docs', 'GET, HEAD'))
     .get(DOCS_ASSET, named('GET /docs/{asset}', docsAssetHandler(docs, respond)))
@@ -95,4 +93,11 @@ export const createHttpApp = (app: Application, settings: HttpSettings) => {
     .all(PLANTS, methodNotAllowed('/plants', 'GET, HEAD, POST'))
     .delete(PLANT, named('DELETE /plants/{id}', deletePlantHandler(app, respond, authorize)))
     .all(PLANT, methodNotAllowed('/plants/{id}', 'DELETE'));
+  // Served here unless METRICS_PORT serves it apart: then /metrics is no resource of this port, for every method.
+  if (settings.metricsEndpoint !== undefined) {
+    routes
+      .get(METRICS, named('GET /metrics', metricsHandler(settings.metricsEndpoint, respond)))
+      .all(METRICS, methodNotAllowed('/metrics', 'GET, HEAD'));
+  }
+  return routes;
 };

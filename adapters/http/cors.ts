@@ -4,8 +4,8 @@ import type { IncomingHttpHeaders } from 'node:http';
  * CORS, opt-in (CORS_ORIGINS). A response to an allowed origin carries `Access-Control-Allow-Origin` and exposes the
  * headers a client of this API reads; a preflight (OPTIONS with Origin and Access-Control-Request-Method) from an
  * allowed origin is answered 204 with the path's methods and the request headers the API uses, without a token. Any
- * other origin gets no CORS field at all (and OPTIONS stays 405, as with CORS off). With a list of origins every
- * response says `Vary: Origin`, since its fields depend on it.
+ * other origin gets no CORS field at all (and OPTIONS stays 405, as with CORS off). Every response says
+ * `Vary: Origin`, since its fields depend on it (with `*`, on whether there is one).
  *
  * Written here rather than with the `cors` package: that package answers every OPTIONS itself (outside the app's one
  * response path, so without X-Request-Id, log line or metrics), sends Expose-Headers and Allow-Methods to origins that
@@ -35,7 +35,9 @@ export const corsPolicy = (origins: '*' | readonly string[]): CorsPolicy => {
     origin === undefined ? undefined : any ? '*' : allowed.has(origin) ? origin : undefined;
   return {
     addResponseFields: (origin, fields) => {
-      if (!any) fields.push('vary', 'Origin');
+      // With `*` too: the CORS fields are sent only to requests with an Origin, so a cache that kept an answer to a
+      // request without one (a docs file is `public`) would serve it to a cross-origin request, which then fails.
+      fields.push('vary', 'Origin');
       const allow = allowOrigin(origin);
       if (allow === undefined) return;
       fields.push('access-control-allow-origin', allow, 'access-control-expose-headers', CORS_EXPOSED_HEADERS);

@@ -1,10 +1,17 @@
-import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import type { Logger } from '../../application/ports/logger.js';
+import { requestIdFrom } from './request-id.js';
+import { createHttpServer, type ServerLimits } from './server.js';
 
 /** What the HTTP edge reports about every response it sends. */
 export interface HttpMetrics {
   /** One response: its method, route template (`GET /plants/{id}`, `unknown`), status and duration. */
   readonly observe: (method: string, route: string, status: number, seconds: number) => void;
+  /**
+   * A request answered before it reached a route (malformed HTTP, a bad Host, a timeout, a refused Expect, CONNECT):
+   * its method when the parser read one, and the status.
+   */
+  readonly refused?: (method: string | undefined, status: number) => void;
 }
 
 /** The Prometheus text exposition of every metric of the process. */
@@ -17,12 +24,17 @@ const errorBody = (status: number, message: string) => JSON.stringify({ error: s
 
 /**
  * The admin listener (METRICS_PORT): `GET /metrics` and nothing else, apart from the API's port, so that the scrape
- * can be reachable where the API is not (and the reverse). Every other path is 404, another method 405.
+ * can be reachable where the API is not (and the reverse). Every other path is 404, another method 405. It is the
+ * API's own node:http server (server.ts), with the same limits, so that what its parser refuses answers the Error
+ * body and X-Request-Id too.
  */
-export const metricsServer = (exposition: MetricsExposition): Server =>
-  createServer((req, res) => {
+export const metricsServer = (
+  exposition: MetricsExposition,
+  deps: { readonly logger: Logger; readonly limits: ServerLimits },
+): Server =>
+  createHttpServer((req, res) => {
     const headers: Record<string, string> = {
-      'x-request-id': randomUUID(),
+      'x-request-id': requestIdFrom(req.headers['x-request-id']),
       'cache-control': 'no-store',
       'x-content-type-options': 'nosniff',
     };
@@ -39,4 +51,4 @@ export const metricsServer = (exposition: MetricsExposition): Server =>
       (text) => reply(200, exposition.contentType, text),
       () => reply(500, json, errorBody(500, 'internal error')),
     );
-  });
+  }, deps);

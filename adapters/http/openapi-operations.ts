@@ -1,8 +1,13 @@
 import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from './cors.js';
 
 /**
- * The operator-facing part of the OpenAPI document: /metrics, /docs and its assets, the CORS preflight (OPTIONS) of
- * every path, and tags that group the plant operations apart from the operational ones.
+ * The operator-facing part of the OpenAPI document: /metrics and /docs, what browsers need to know about CORS (in
+ * words), and tags that group the plant operations apart from the operational ones.
+ *
+ * The document lists what clients and probes call. Mechanisms a client never calls itself are described in words
+ * only: CORS preflights (the browser sends them) and the docs page's own files (the page loads them). As operations
+ * they made generated clients grow methods nobody should call, and OPTIONS on a templated path without its
+ * parameter made the document invalid.
  */
 
 type PathItem = Record<string, { tags?: string[] } & Record<string, unknown>>;
@@ -15,28 +20,15 @@ const common = {
 };
 const internalError = { '500': ref('responses/InternalError') };
 
-const preflight = {
-  summary: 'CORS preflight',
-  description: `Only when CORS_ORIGINS is configured and the request is a preflight (Origin and Access-Control-Request-Method) from an allowed origin: 204 with Access-Control-Allow-Origin, Access-Control-Allow-Methods (this path's methods), Access-Control-Allow-Headers (${CORS_ALLOWED_HEADERS}) and Access-Control-Max-Age (${CORS_MAX_AGE_SECONDS}). No token is needed. Otherwise 405, as for any method the path does not have. Responses to an allowed origin expose ${CORS_EXPOSED_HEADERS}; other origins get no CORS fields.`,
-  tags: ['cors'],
-  security: [],
-  responses: {
-    '204': {
-      description: 'The preflight is answered; no body.',
-      headers: {
-        ...common,
-        'Access-Control-Allow-Origin': { required: true, schema: { type: 'string' } },
-        'Access-Control-Allow-Methods': { required: true, schema: { type: 'string' } },
-        'Access-Control-Allow-Headers': { required: true, schema: { const: CORS_ALLOWED_HEADERS } },
-        'Access-Control-Max-Age': { required: true, schema: { const: String(CORS_MAX_AGE_SECONDS) } },
-      },
-    },
-    '405': ref('responses/MethodNotAllowed'),
-    ...internalError,
-  },
-};
-
-const DOCS_ASSETS = ['init.js', 'swagger-ui-bundle.js', 'swagger-ui.css', 'favicon-32x32.png', 'favicon-16x16.png'];
+/** CORS, as the document's description says it (the preflights are not operations of the document). */
+export const CORS_IN_WORDS = [
+  '**Browsers (CORS).** Off unless the operator sets CORS_ORIGINS (`*`, or a list of origins). A preflight (OPTIONS',
+  'with Origin and Access-Control-Request-Method) from an allowed origin is answered 204 without a token, with',
+  `Access-Control-Allow-Methods (the path's methods), Access-Control-Allow-Headers (${CORS_ALLOWED_HEADERS}) and`,
+  `Access-Control-Max-Age (${CORS_MAX_AGE_SECONDS}); responses to an allowed origin carry Access-Control-Allow-Origin`,
+  `and expose ${CORS_EXPOSED_HEADERS}. Other origins get no CORS field, and their OPTIONS answers 405 like any method`,
+  'a path does not have. No credentials mode: the bearer token goes in Authorization.',
+].join(' ');
 
 const operationalPaths: Record<string, PathItem> = {
   '/metrics': {
@@ -44,7 +36,7 @@ const operationalPaths: Record<string, PathItem> = {
       operationId: 'metrics',
       summary: 'Prometheus metrics of this process',
       description:
-        "Prometheus text format: requests by method, route template and status, their durations, requests in flight, each backend's availability and call durations, rate-limit refusals, and the process and event-loop metrics. No token: served on this port unless METRICS_PORT names a separate listener for it, in which case this path answers 404 here.",
+        "Prometheus text format: requests by method, route template and status, their durations, requests in flight, each backend's availability and call durations, rate-limit refusals, the service's version (plantstore_build_info), and the process and event-loop metrics. It passes `promtool check metrics`. No token: served on this port unless METRICS_PORT names a separate listener for it, in which case this path answers 404 here, for every method.",
       security: [],
       responses: {
         '200': {
@@ -62,7 +54,7 @@ const operationalPaths: Record<string, PathItem> = {
       operationId: 'docs',
       summary: 'This reference as a web page',
       description:
-        'Renders /openapi.json with Swagger UI, from assets served by the service itself (works offline), under a Content-Security-Policy that allows this origin only.',
+        'Renders /openapi.json with Swagger UI, from files served by the service itself under /docs/ (works offline), under a Content-Security-Policy that allows this origin only. The page loads those files itself; they are not operations of this document.',
       security: [],
       responses: {
         '200': {
@@ -77,49 +69,22 @@ const operationalPaths: Record<string, PathItem> = {
       },
     },
   },
-  '/docs/{asset}': {
-    get: {
-      operationId: 'docsAsset',
-      summary: 'A file of the docs page',
-      security: [],
-      parameters: [{ name: 'asset', in: 'path', required: true, schema: { enum: DOCS_ASSETS } }],
-      responses: {
-        '200': {
-          description: 'The file; browsers may keep it for an hour.',
-          headers: {
-            'X-Request-Id': ref('headers/X-Request-Id'),
-            'X-Content-Type-Options': ref('headers/X-Content-Type-Options'),
-            'Cache-Control': { required: true, schema: { const: 'public, max-age=3600' } },
-          },
-          content: {
-            'text/javascript': { schema: { type: 'string' } },
-            'text/css': { schema: { type: 'string' } },
-            'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } },
-          },
-        },
-        '404': ref('responses/NotFound'),
-        ...internalError,
-      },
-    },
-  },
 };
 
-/** Adds the operational paths, an OPTIONS (CORS preflight) to every path, and tags. */
+/** Adds the operational paths and tags. */
 export const withOperationalPaths = <D extends { readonly paths: Record<string, PathItem> }>(doc: D): D => {
   const paths: Record<string, PathItem> = { ...doc.paths, ...operationalPaths };
   for (const [path, item] of Object.entries(paths)) {
     const tag = path.startsWith('/plants') ? 'plants' : 'operations';
     const tagged: PathItem = {};
     for (const [method, operation] of Object.entries(item)) tagged[method] = { tags: [tag], ...operation };
-    const name = path.replace(/[^A-Za-z]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase());
-    paths[path] = { ...tagged, options: { operationId: `preflight${name}`, ...preflight } };
+    paths[path] = tagged;
   }
   return {
     ...doc,
     tags: [
       { name: 'plants', description: "Create, list and delete the caller's owner's plants (bearer token)." },
       { name: 'operations', description: 'Health, readiness, this document, metrics and the docs page (no token).' },
-      { name: 'cors', description: 'CORS preflights, answered only when CORS_ORIGINS allows the origin.' },
     ],
     paths,
   };

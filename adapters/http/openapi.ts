@@ -1,10 +1,11 @@
 import { INT64_MAX, INT64_MIN } from '../../domain/int64.js';
-import { NAME_MAX, TAG_MAX } from '../../domain/plant.js';
+import { NAME_MAX, TAG_MAX, type PlantId } from '../../domain/plant.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../application/use-cases/list-plants.js';
 import { TOKEN_MAX } from './auth.js';
 import { RETRY_AFTER_SECONDS } from './failures.js';
 import { JSON_LIMITS } from './json.js';
-import { withOperationalPaths } from './openapi-operations.js';
+import { encodeCursor } from './cursor.js';
+import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
 
 /**
  * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:
@@ -42,21 +43,41 @@ const serverFailures = {
   '503': { $ref: '#/components/responses/Unavailable' },
 };
 
+/** Where integrators look for it: the id's own description, and the document's. */
+const BIG_IDS_IN_WORDS = [
+  '**Ids beyond 2^53 from JavaScript.** JSON.stringify and JSON.parse hold numbers as IEEE doubles, exact only up to',
+  '2^53 (9007199254740992): a larger id is rounded without a word (9007199254740993 is sent as 9007199254740992,',
+  'another plant, and the service answers 200 for it), and a BigInt makes JSON.stringify throw. Send such an id as',
+  'exact JSON digits: with `JSON.rawJSON` (Node.js 22+, current browsers),',
+  "`JSON.stringify(body, (k, v) => (typeof v === 'bigint' ? JSON.rawJSON(String(v)) : v))`; or with lossless-json's",
+  '`stringify`, which writes a bigint exactly (with openapi-fetch: `bodySerializer: (body) => stringify(body)`). In',
+  'DELETE /plants/{id} the id is a path string, exact at any size. The service never answers an id, so nothing needs',
+  'parsing back.',
+].join(' ');
+
+/** An id, a name and a tag that every example uses, so that Try it out creates, lists and deletes one plant. */
+const EXAMPLE_PLANT = { id: 1, name: 'Monstera', tag: 'indoor' } as const;
+
 const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
   openapi: '3.1.0',
   info: {
     title: 'Plant Store',
     version: '1.0.0',
-    description: [
-      'A multi-tenant store of plants. Every plant belongs to the owner of the principal that created it; a principal',
-      "sees and deletes only its own owner's plants, and another owner's plant is indistinguishable from a missing one.",
-      'Every failure answers the Error body, with `error` equal to the HTTP status. An unknown path answers 404 and a',
-      'known path with a method it does not have answers 405 with an `Allow` header, both with the Error body.',
-      'Authentication happens before a request body is read or validated.',
-      'Failures found before routing answer the Error body too and close the connection: malformed HTTP 400,',
-      'request timeouts 408, headers too large 431, an Expect other than 100-continue 417, CONNECT 501, and an HTTP',
-      'version other than 1.0 and 1.1 505.',
-    ].join(' '),
+    description:
+      [
+        'A multi-tenant store of plants. Every plant belongs to the owner of the principal that created it; a principal',
+        "sees and deletes only its own owner's plants, and another owner's plant is indistinguishable from a missing one.",
+        'Every failure answers the Error body, with `error` equal to the HTTP status. An unknown path answers 404 and a',
+        'known path with a method it does not have answers 405 with an `Allow` header, both with the Error body.',
+        'Authentication happens before a request body is read or validated.',
+        'Failures found before routing answer the Error body too and close the connection: malformed HTTP 400,',
+        'request timeouts 408, headers too large 431, an Expect other than 100-continue 417, CONNECT 501, and an HTTP',
+        'version other than 1.0 and 1.1 505.',
+      ].join(' ') +
+      '\n\n' +
+      BIG_IDS_IN_WORDS +
+      '\n\n' +
+      CORS_IN_WORDS,
   },
   servers: [{ url: '/' }],
   security: [{ bearer: ['plants:read', 'plants:write'] }],
@@ -65,6 +86,8 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       get: {
         operationId: 'listPlants',
         summary: "List the caller's owner's plants, ascending by id",
+        description:
+          'One page of plants, ascending by id. Follow the `Link: rel="next"` header until there is none to read every plant exactly once.',
         security: [{ bearer: ['plants:read'] }],
         parameters: [
           {
@@ -73,14 +96,16 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             required: false,
             description: `Page size, at most once. Values above ${PAGE_MAX} are served as ${PAGE_MAX}; absent: ${PAGE_DEFAULT}. 0, negatives, fractions, non-numbers and an empty value answer 400.`,
             schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 2147483647, default: PAGE_DEFAULT },
+            example: 10,
           },
           {
             name: 'cursor',
             in: 'query',
             required: false,
             description:
-              'Opaque; only a value taken from a `Link: rel="next"` header of this service. Anything else answers 400.',
+              'Opaque; only a value taken from a `Link: rel="next"` header of this service. Anything else answers 400. Absent: the first page. (The example is the cursor of the page after id 0.)',
             schema: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9_-]+$' },
+            example: encodeCursor(0n as PlantId),
           },
         ],
         responses: {
@@ -117,7 +142,9 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         requestBody: {
           required: true,
           description: `At most ${bodyLimit} bytes of UTF-8 JSON, objects and arrays nested at most ${JSON_LIMITS.maxDepth} deep, at most ${JSON_LIMITS.maxValues} object members and array elements in all, no member name repeated. Members other than id, name and tag are ignored: not stored, not echoed.`,
-          content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } },
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/NewPlant' }, example: EXAMPLE_PLANT },
+          },
         },
         responses: {
           '200': {
@@ -148,6 +175,8 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       delete: {
         operationId: 'deletePlant',
         summary: "Delete one of the caller's owner's plants",
+        description:
+          "Deletes the plant with this id of the caller's owner; another owner's plant answers 404 like a missing one.",
         security: [{ bearer: ['plants:write'] }],
         parameters: [
           {
@@ -156,6 +185,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             required: true,
             description: `A decimal int64: optional leading "-", 1 to 19 digits, from ${INT64_MIN} to ${INT64_MAX}. Anything else ("abc", "1.5", "+1", "0x10", out of range) answers 400.`,
             schema: { type: 'string', pattern: '^-?[0-9]{1,19}$' },
+            example: String(EXAMPLE_PLANT.id),
           },
         ],
         responses: {
@@ -174,6 +204,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       get: {
         operationId: 'health',
         summary: 'Liveness: 200 while the process serves requests',
+        description: 'Answers without calling any backend: a failure here means the process itself is not serving.',
         security: [],
         responses: {
           '200': {
@@ -189,6 +220,8 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       get: {
         operationId: 'ready',
         summary: 'Readiness: 200 when every configured backend answers',
+        description:
+          'Asks every configured backend (storage, token store) and answers within a bound even when one hangs.',
         security: [],
         responses: {
           '200': {
@@ -207,6 +240,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       get: {
         operationId: 'openapi',
         summary: 'This document',
+        description: 'The OpenAPI 3.1.0 document of the service, built from the same constants the code enforces.',
         security: [],
         responses: {
           '200': {
@@ -231,6 +265,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       NewPlant: {
         type: 'object',
         required: ['id', 'name'],
+        examples: [EXAMPLE_PLANT],
         properties: {
           id: {
             type: 'integer',
@@ -238,7 +273,9 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             minimum: INT64_MIN,
             maximum: INT64_MAX,
             description:
-              'Unique per owner. Kept exact over the whole int64 range (also beyond 2^53). A number with a zero fraction (7.0, 7e0) is the integer 7; strings, fractions, booleans and null are refused.',
+              'Unique per owner. Kept exact over the whole int64 range (also beyond 2^53). A number with a zero fraction (7.0, 7e0) is the integer 7; strings, fractions, booleans and null are refused. ' +
+              BIG_IDS_IN_WORDS,
+            examples: [EXAMPLE_PLANT.id],
           },
           name: { $ref: '#/components/schemas/PlantName' },
           tag: { $ref: '#/components/schemas/PlantTag' },
@@ -258,6 +295,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         minLength: 1,
         maxLength: NAME_MAX,
         pattern: TEXT_PATTERN,
+        examples: [EXAMPLE_PLANT.name],
         description: `1 to ${NAME_MAX} Unicode code points, at least one not whitespace, no control characters (U+0000-U+001F, U+007F), no lone surrogates.`,
       },
       PlantTag: {
@@ -265,6 +303,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         minLength: 1,
         maxLength: TAG_MAX,
         pattern: TEXT_PATTERN,
+        examples: [EXAMPLE_PLANT.tag],
         description: `1 to ${TAG_MAX} Unicode code points, same character rule as name; omitted when absent (null is refused).`,
       },
       Error: {

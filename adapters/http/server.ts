@@ -13,6 +13,8 @@ export { originForm } from './before-routing.js';
 export interface HttpServerDeps {
   readonly logger: Logger;
   readonly limits: ServerLimits;
+  /** Told of every request answered here, below the app (for the request counter). */
+  readonly refused?: ((method: string | undefined, status: number) => void) | undefined;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -49,7 +51,7 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * 64 KiB, over a thousand small GETs) into objects before its own backpressure can stop reading, so pausing alone
  * would not bound it. The number of connections is bounded by `maxConnections`.
  */
-export const createHttpServer = (handler: Handler, { logger, limits }: HttpServerDeps): Server => {
+export const createHttpServer = (handler: Handler, { logger, limits, refused }: HttpServerDeps): Server => {
   const server = createServer({
     maxHeaderSize: limits.maxHeaderSize,
     headersTimeout: limits.headersTimeoutMs,
@@ -70,8 +72,10 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
   const connectionOf = connectionStates();
   const { linger, boundLinger } = lingering(limits);
 
-  const logAnswered = (reqId: string, method: string | undefined, status: number, code: string) =>
+  const logAnswered = (reqId: string, method: string | undefined, status: number, code: string) => {
     logger.info({ reqId, method, status, code }, 'request');
+    refused?.(method, status);
+  };
 
   /** Answers a request that reached the server with a failure, through its own response, and closes. */
   const answer = (req: IncomingMessage, res: ServerResponse, failure: HttpFailure, code: string): void => {

@@ -19,10 +19,22 @@ export type CallOutcome = 'ok' | 'unavailable' | 'error';
 export interface ServiceMetrics {
   readonly http: {
     readonly observe: (method: string, route: string, status: number, seconds: number) => void;
+    /** A request answered below the app (by the parser's checks): its method when it was parsed, and the status. */
+    readonly refused: (method: string | undefined, status: number) => void;
   };
   readonly backends: BackendMetrics;
   readonly exposition: { readonly contentType: string; readonly scrape: () => Promise<string> };
 }
+
+/** prom-client's default gauges with a counter's suffix; their figures remain as sums of the by-type gauges. */
+const REDUNDANT_TOTALS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
+/** Label values are single words, as Prometheus conventions ask: `token store` is labelled `token_store`. */
+const labelOf = (backend: string) => backend.replace(/ /g, '_');
 
 // Seconds. The API answers in about a millisecond on memory storage; backends are bounded at 2 s by default.
 const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -38,9 +50,23 @@ const BACKEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
  * counter is read from the histogram's counts at scrape time. The label values are bounded (methods Node's parser
  * accepts, the app's route templates, status codes), never a raw path.
  */
-export const serviceMetrics = ({ inFlight }: { readonly inFlight?: () => number } = {}): ServiceMetrics => {
+export const serviceMetrics = ({
+  inFlight,
+  version,
+}: { readonly inFlight?: () => number; readonly version?: string } = {}): ServiceMetrics => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // prom-client names three gauges `*_total`, which `promtool check metrics` refuses (the suffix is for counters).
+  // Each repeats the sum of its sibling without the suffix (nodejs_active_handles, by type): sum() gives it back.
+  for (const name of REDUNDANT_TOTALS) registry.removeSingleMetric(name);
+  if (version !== undefined) {
+    new Gauge({
+      name: 'plantstore_build_info',
+      help: 'The running version of the service (package.json), always 1',
+      labelNames: ['version'] as const,
+      registers: [registry],
+    }).set({ version }, 1);
+  }
 
   const durations = new HotHistogram(
     'http_request_duration_seconds',
@@ -51,6 +77,8 @@ export const serviceMetrics = ({ inFlight }: { readonly inFlight?: () => number 
   const httpChildren = new Map<string, Map<string, Map<number, HistogramChild>>>();
   /** The same children by label set: two route names with one template (`GET /plants`, HEAD) share a series. */
   const httpSeries = new Map<string, { readonly labels: Record<string, string>; readonly child: HistogramChild }>();
+  /** Requests answered below the app (route `unrouted`): counted, without a duration (they never reached a route). */
+  const refusedSeries = new Map<string, { readonly labels: Record<string, string>; count: number }>();
   // The request count is each duration series' count, read at scrape time: one observation per request, not two.
   new Counter({
     name: 'http_requests_total',
@@ -60,6 +88,7 @@ export const serviceMetrics = ({ inFlight }: { readonly inFlight?: () => number 
     collect() {
       this.reset();
       for (const { labels, child } of httpSeries.values()) this.inc(labels, child.count());
+      for (const { labels, count } of refusedSeries.values()) this.inc(labels, count);
     },
   });
   durations.registerWith(registry);
@@ -75,7 +104,7 @@ export const serviceMetrics = ({ inFlight }: { readonly inFlight?: () => number 
   }
   const backendUp = new Gauge({
     name: 'plantstore_backend_up',
-    help: 'Whether the last call to the backend (storage, token store, rate limiter) was answered: 1 yes, 0 no',
+    help: 'Whether the last call to the backend (storage, token_store, rate_limiter) was answered: 1 yes, 0 no',
     labelNames: ['backend'] as const,
     registers: [registry],
   });
@@ -117,6 +146,14 @@ export const serviceMetrics = ({ inFlight }: { readonly inFlight?: () => number 
         }
         child.observe(seconds);
       },
+      refused: (method, status) => {
+        // Node's parser accepts only the methods it knows, so the method label stays bounded.
+        const labels = { method: method ?? 'unknown', route: 'unrouted', status: String(status) };
+        const key = `${labels.method} ${labels.status}`;
+        const series = refusedSeries.get(key);
+        if (series === undefined) refusedSeries.set(key, { labels, count: 1 });
+        else series.count += 1;
+      },
     },
     backends: {
       observeCall: (backend, operation, outcome, seconds) => {
@@ -126,12 +163,12 @@ export const serviceMetrics = ({ inFlight }: { readonly inFlight?: () => number 
         if (byOutcome === undefined) byOperation.set(operation, (byOutcome = new Map()));
         let child = byOutcome.get(outcome);
         if (child === undefined) {
-          child = backendCalls.child({ backend, operation, outcome });
+          child = backendCalls.child({ backend: labelOf(backend), operation, outcome });
           byOutcome.set(outcome, child);
         }
         child.observe(seconds);
       },
-      setUp: (backend, up) => backendUp.labels({ backend }).set(up ? 1 : 0),
+      setUp: (backend, up) => backendUp.labels({ backend: labelOf(backend) }).set(up ? 1 : 0),
       rateLimited: () => rejections.inc(),
     },
     exposition: { contentType: registry.contentType, scrape: () => registry.metrics() },

@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, createServer as createNetServer } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runNode } from '../support/process.js';
@@ -45,6 +45,38 @@ test('a port already in use stops start-up with exit 1', async () => {
     assert.is(await second.exited, 1);
     assert.match(second.stderr(), /^start-up failed: .*EADDRINUSE/);
   } finally {
+    first.child.kill('SIGKILL');
+  }
+});
+
+test('a port in use suggests one that is free now: neither the busy port nor the next one taken', async () => {
+  const first = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AUTH_TOKENS: '[{"token":"t","owner":"o","subject":"s","scopes":[]}]',
+  });
+  const next = createNetServer();
+  try {
+    await first.waitFor(listening);
+    const busy = portOf(first.stdout());
+    const alsoBusy = await new Promise<boolean>((resolve) => {
+      next.once('error', () => resolve(false));
+      next.listen(busy + 1, '127.0.0.1', () => resolve(true));
+    });
+    const second = runNode('bootstrap/main.js', { PORT: String(busy), HOST: '127.0.0.1' });
+    assert.is(await second.exited, 1);
+    const suggested = /for example PORT=(\d+) \(free now\)\n$/.exec(second.stderr());
+    assert.ok(suggested !== null, second.stderr());
+    const port = Number(suggested[1]);
+    assert.ok(port > busy && port !== 3000, `suggested ${port}, busy ${busy}`);
+    if (alsoBusy) assert.ok(port > busy + 1, 'not the next port, which is taken');
+    const probe = createNetServer();
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
+    });
+  } finally {
+    next.close();
     first.child.kill('SIGKILL');
   }
 });

@@ -15,8 +15,9 @@ const { test, run } = suiteWith(
   'skip' in binary ? binary : async () => ({ uri: await uri() }),
 );
 
-const cli = async (args: string[], env: Record<string, string> = {}) => {
+const cli = async (args: string[], env: Record<string, string> = {}, input?: string) => {
   const run = runNode('bootstrap/token-cli.js', { AUTH: 'redis', REDIS_URL: await uri(), ...env }, args);
+  if (input !== undefined) run.child.stdin.end(input);
   const code = await run.exited;
   return { code, stdout: run.stdout(), stderr: run.stderr() };
 };
@@ -90,9 +91,54 @@ test('bad arguments print the usage line and exit 2', async () => {
   ]) {
     const run = await cli(args);
     assert.is(run.code, 2, args.join(' '));
-    assert.match(run.stderr, /\nusage: npm run token -- issue --owner <owner>/, args.join(' '));
+    assert.match(
+      run.stderr,
+      /\nusage: AUTH=redis REDIS_URL=\S+ npm run token -- <command>\n  issue --owner <owner>/,
+      args.join(' '),
+    );
     assert.is(run.stdout, '');
   }
+});
+
+test('a repeated option is a usage error (exit 2) and issues nothing', async () => {
+  const base = ['issue', '--owner', 'alice', '--subject', 'ci', '--scopes', 'plants:read'];
+  for (const [extra, name] of [
+    [['--owner', 'bob'], 'owner'],
+    [['--scopes', 'plants:write'], 'scopes'],
+    [['--subject', 'cd'], 'subject'],
+    [['--ttl', '60', '--ttl', '3600'], 'ttl'],
+  ] as const) {
+    const run = await cli([...base, ...extra]);
+    assert.is(run.code, 2, extra.join(' '));
+    assert.match(run.stderr, new RegExp(`^--${name} is given 2 times; give it once\\n`), extra.join(' '));
+    assert.is(run.stdout, '', 'no token printed');
+  }
+});
+
+test('--help prints the usage on stdout and exits 0, without needing Redis', async () => {
+  for (const flag of ['--help', '-h', 'help']) {
+    const run = runNode('bootstrap/token-cli.js', {}, [flag]);
+    assert.is(await run.exited, 0, flag);
+    assert.is(run.stderr(), '');
+    assert.match(run.stdout(), /^usage: AUTH=redis REDIS_URL=/);
+    assert.match(run.stdout(), /without --ttl it never expires/);
+    assert.match(run.stdout(), /revoke -\s+revokes the token read from standard input/);
+  }
+});
+
+test('`revoke -` revokes the token read from standard input', async () => {
+  const issued = await cli(['issue', '--owner', 'acme', '--subject', 'stdin', '--scopes', 'plants:read']);
+  assert.is(issued.code, 0, issued.stderr);
+  assert.match(issued.stderr, /, no expiry\n$/);
+  const token = issued.stdout.trimEnd().split('\n').pop() as string;
+  const revoked = await cli(['revoke', '-'], {}, `${token}\n`);
+  assert.is(revoked.code, 0, revoked.stderr);
+  assert.is(revoked.stdout, 'revoked\n');
+  const again = await cli(['revoke', '-'], {}, token);
+  assert.is(again.code, 1, 'gone: no such token');
+  const garbage = await cli(['revoke', '-'], {}, 'two\nlines\n');
+  assert.is(garbage.code, 2);
+  assert.match(garbage.stderr, /^revoke -: standard input must hold one token on one line\n/);
 });
 
 test('the command needs AUTH=redis: otherwise one config line and exit 1', async () => {

@@ -109,6 +109,19 @@ any.test('every origin is allowed with *', async ({ svc }) => {
   assert.is(res.headers.get('access-control-allow-origin'), '*');
 });
 
+any.test(
+  'a docs file, cached public, says Vary: Origin: its CORS fields depend on the request having one',
+  async ({ svc }) => {
+    const without = await svc.call('GET', '/docs/swagger-ui.css');
+    assert.is(without.headers.get('cache-control'), 'public, max-age=3600');
+    assert.is(without.headers.get('access-control-allow-origin'), null);
+    assert.is(without.headers.get('vary'), 'Origin');
+    const cross = await svc.call('GET', '/docs/swagger-ui.css', { headers: { origin: OTHER } });
+    assert.is(cross.headers.get('access-control-allow-origin'), '*');
+    assert.is(cross.headers.get('vary'), 'Origin');
+  },
+);
+
 any.run();
 
 const processSuite = suite('CORS_ORIGINS in the real process');

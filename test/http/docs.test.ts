@@ -122,4 +122,34 @@ test('renders the reference from /openapi.json with no console error and no requ
   assert.equal(problems, []);
 });
 
+test('Authorize, then Try it out and Execute on each plant operation with the proposed values: 200, 200, 204', async (ctx) => {
+  const { svc, browser } = subject(ctx);
+  const page = await browser.newPage();
+  await page.goto(`${svc.base}/docs`);
+  await page.waitForSelector('.opblock-summary-path', { timeout: 30_000 });
+  await page.click('.auth-wrapper .authorize');
+  await page.fill('.auth-container input', svc.token.alice);
+  await page.click('.auth-btn-wrapper .authorize');
+  await page.click('.auth-btn-wrapper .btn-done');
+  const statuses: string[] = [];
+  const proposed: string[] = [];
+  for (const op of ['createPlant', 'listPlants', 'deletePlant']) {
+    const block = `#operations-plants-${op}`;
+    await page.click(`${block} .opblock-summary`);
+    await page.click(`${block} .try-out__btn`);
+    // What Swagger UI proposes, unchanged: the request body and the parameters' values.
+    const values = await page.$$eval(`${block} textarea.body-param__text, ${block} .parameters input`, (els) =>
+      els.map((e) => (e as unknown as { value: string }).value),
+    );
+    proposed.push(`${op}: ${values.join(' | ').replace(/\s+/g, ' ')}`);
+    await page.click(`${block} .execute`);
+    const status = await page.waitForSelector(`${block} .live-responses-table .response .response-col_status`, {
+      timeout: 10_000,
+    });
+    statuses.push(`${op} ${(await status.textContent())?.trim()}`);
+  }
+  process.stdout.write(`\n  proposed by Swagger UI: ${proposed.join('; ')}\n`);
+  assert.equal(statuses, ['createPlant 200', 'listPlants 200', 'deletePlant 204'], proposed.join('; '));
+});
+
 run();

@@ -1,7 +1,13 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { runNode, type Started } from '../support/process.js';
+import { promtoolBinary } from '../../harness/servers.js';
+import { rawRequest } from '../support/http.js';
+import { distRoot, runNode, type Started } from '../support/process.js';
 import { parseExposition } from '../support/prometheus-text.js';
+import { suiteWith } from '../support/suites.js';
 
 const test = suite('GET /metrics (the real process)');
 
@@ -67,12 +73,12 @@ test('backend availability and call durations, rate-limit refusals, process and 
     assert.is((await fetch(`${base}/plants`, { headers: auth })).status, 429);
     const m = parseExposition(await (await fetch(`${base}/metrics`)).text());
     assert.is(m.value('plantstore_backend_up', { backend: 'storage' }), 1);
-    assert.is(m.value('plantstore_backend_up', { backend: 'token store' }), 1);
-    assert.is(m.value('plantstore_backend_up', { backend: 'rate limiter' }), 1);
+    assert.is(m.value('plantstore_backend_up', { backend: 'token_store' }), 1);
+    assert.is(m.value('plantstore_backend_up', { backend: 'rate_limiter' }), 1);
     const calls = { backend: 'storage', operation: 'page', outcome: 'ok' };
     assert.is(m.value('plantstore_backend_call_duration_seconds_count', calls), 1);
     assert.is(
-      m.value('plantstore_backend_call_duration_seconds_count', { backend: 'token store', operation: 'verify' }),
+      m.value('plantstore_backend_call_duration_seconds_count', { backend: 'token_store', operation: 'verify' }),
       2,
     );
     assert.is(m.value('plantstore_rate_limit_rejections_total'), 1);
@@ -99,8 +105,7 @@ test('with METRICS_PORT, /metrics is served on that listener only', async () => 
     const there = await fetch(`${metricsBase}/metrics`);
     assert.is(there.status, 200);
     assert.ok(
-      parseExposition(await there.text()).find('http_requests_total', { route: '/metrics', status: '404' }).length ===
-        1,
+      parseExposition(await there.text()).find('http_requests_total', { route: 'unknown', status: '404' }).length === 1,
     );
     assert.is((await fetch(`${metricsBase}/plants`)).status, 404);
     assert.is((await fetch(`${metricsBase}/metrics`, { method: 'POST' })).status, 405);
@@ -108,6 +113,62 @@ test('with METRICS_PORT, /metrics is served on that listener only', async () => 
     await stop(svc);
   }
   assert.is(await svc.exited, 0);
+});
+
+test('a request the parser refuses (an unknown method) is counted, on route unrouted', async () => {
+  const { svc, base } = await start();
+  try {
+    const refused = await rawRequest(Number(new URL(base).port), ['FOO /plants HTTP/1.1\r\nHost: x\r\n\r\n']);
+    assert.is(refused.status, 400);
+    const m = parseExposition(await (await fetch(`${base}/metrics`)).text());
+    assert.is(m.value('http_requests_total', { method: 'unknown', route: 'unrouted', status: '400' }), 1);
+  } finally {
+    await stop(svc);
+  }
+});
+
+test("plantstore_build_info carries the service's version from package.json", async () => {
+  const { svc, base } = await start();
+  try {
+    const { version } = JSON.parse(readFileSync(join(distRoot, '..', 'package.json'), 'utf8')) as { version: string };
+    const m = parseExposition(await (await fetch(`${base}/metrics`)).text());
+    assert.is(m.types.get('plantstore_build_info'), 'gauge');
+    assert.equal(
+      m.find('plantstore_build_info').map((s) => s.labels),
+      [{ version }],
+    );
+    assert.is(m.value('plantstore_build_info', { version }), 1);
+  } finally {
+    await stop(svc);
+  }
+});
+
+test('with METRICS_PORT, the API port answers 404 to every method on /metrics', async () => {
+  const { svc, base } = await start({ METRICS_PORT: '0' });
+  try {
+    for (const method of ['GET', 'POST', 'DELETE', 'OPTIONS']) {
+      const res = await fetch(`${base}/metrics`, { method });
+      assert.is(res.status, 404, method);
+      assert.equal(await res.json(), { error: 404, message: 'no such resource; see /openapi.json' });
+    }
+  } finally {
+    await stop(svc);
+  }
+});
+
+test('the METRICS_PORT listener answers what its parser refuses with the Error body and X-Request-Id', async () => {
+  const { svc, metricsBase } = await start({ METRICS_PORT: '0' });
+  try {
+    const res = await rawRequest(Number(new URL(metricsBase).port), ['FOO /metrics HTTP/1.1\r\nHost: x\r\n\r\n']);
+    assert.is(res.status, 400);
+    assert.is(res.headers['content-type'], 'application/json; charset=utf-8');
+    const body = JSON.parse(res.body) as { error: number; message: string };
+    assert.is(body.error, 400);
+    assert.match(body.message, /malformed HTTP/);
+    assert.match(res.headers['x-request-id'] ?? '', /^[A-Za-z0-9._:-]{1,128}$/);
+  } finally {
+    await stop(svc);
+  }
 });
 
 test('a METRICS_PORT already in use stops start-up with exit 1 and a line naming it', async () => {
@@ -127,3 +188,33 @@ test('a METRICS_PORT already in use stops start-up with exit 1 and a line naming
 });
 
 test.run();
+
+const promtool = promtoolBinary();
+const checked = suiteWith('GET /metrics checked by promtool', 'skip' in promtool ? promtool : async () => promtool);
+
+checked.test('a scrape taken after traffic passes `promtool check metrics`', async (ctx) => {
+  const { bin } = checked.subject(ctx);
+  const { svc, base } = await start({ RATE_LIMIT_MAX: '2' });
+  try {
+    const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    // Every kind of series: a create, a page, a delete, 401, 404, 405, 429, readiness and a parser refusal.
+    await fetch(`${base}/plants`, { method: 'POST', headers: auth, body: '{"id": 1, "name": "Fern"}' });
+    await fetch(`${base}/plants?limit=1`, { headers: auth });
+    await fetch(`${base}/plants/1`, { method: 'DELETE', headers: auth });
+    await fetch(`${base}/plants`);
+    await fetch(`${base}/nowhere`);
+    await fetch(`${base}/healthz`, { method: 'POST' });
+    await fetch(`${base}/readyz`);
+    await rawRequest(Number(new URL(base).port), ['FOO /plants HTTP/1.1\r\nHost: x\r\n\r\n']);
+    const scrape = await (await fetch(`${base}/metrics`)).text();
+    const m = parseExposition(scrape);
+    assert.is(m.value('plantstore_rate_limit_rejections_total'), 1, 'the traffic reached the rate limit');
+    const check = spawnSync(bin, ['check', 'metrics'], { input: scrape, encoding: 'utf8' });
+    assert.is(check.status, 0, `promtool check metrics: ${check.stdout}${check.stderr}`);
+    assert.is(check.stdout + check.stderr, '');
+  } finally {
+    await stop(svc);
+  }
+});
+
+checked.run();

@@ -19,12 +19,26 @@ const templateOf = (path: string, doc: Doc): string | undefined => {
   const bare = path.split('?')[0] ?? '';
   if (bare in doc.paths) return bare;
   if (/^\/plants\/[^/]*$/.test(bare)) return '/plants/{id}';
-  // Any other templated path of the document (`/docs/{asset}`): a parameter is one path segment.
-  return Object.keys(doc.paths).find(
-    (t) =>
-      t.includes('{') &&
-      new RegExp(`^${t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`).test(bare),
-  );
+  return undefined;
+};
+
+/**
+ * The mechanisms the document describes in words, not as operations (adapters/http/openapi-operations.ts): the docs
+ * page's own files and CORS preflights. Their answers are checked here against what the words say.
+ */
+const mechanism = (method: string, path: string, status: number, headers: Headers, body: string): boolean => {
+  if (method === 'GET' && /^\/docs\/[^/]+$/.test(path.split('?')[0] ?? '') && status === 200) {
+    assert.is(headers.get('cache-control'), 'public, max-age=3600', `${path}: a docs file may be cached`);
+    assert.ok(body.length > 0, `${path} has a body`);
+    return true;
+  }
+  if (method === 'OPTIONS' && status === 204) {
+    assert.ok(headers.get('access-control-allow-origin') !== null, 'a preflight answer allows its origin');
+    assert.ok(headers.get('access-control-allow-methods') !== null, 'a preflight answer names the methods');
+    assert.is(body, '', 'a preflight answer has no body');
+    return true;
+  }
+  return false;
 };
 
 export const conformance = (docText: string) => {
@@ -52,11 +66,17 @@ export const conformance = (docText: string) => {
   };
 
   return (method: string, path: string, status: number, headers: Headers, body: string): void => {
+    assert.ok(headers.get('x-request-id') !== null, `${method} ${path} ${status} carries X-Request-Id`);
+    if (mechanism(method, path, status, headers, body)) return;
     const template = templateOf(path, doc);
     const operation = template === undefined ? undefined : doc.paths[template]?.[method.toLowerCase()];
     let pointer: string;
     let response: unknown;
-    if (template === undefined) {
+    if (template === undefined && status === 405 && /^\/docs\/[^/]+$/.test(path.split('?')[0] ?? '')) {
+      // A docs file with another method (a mechanism, not an operation): 405 like any path's.
+      response = doc.components.responses['MethodNotAllowed'];
+      pointer = '/components/responses/MethodNotAllowed';
+    } else if (template === undefined) {
       assert.is(status, 404, `unknown path ${path} answers 404`);
       response = doc.components.responses['NotFound'];
       pointer = '/components/responses/NotFound';

@@ -24,11 +24,10 @@ export const openApiHandler =
   (req, res) =>
     ok(req, res, documentJson);
 
-/** GET /metrics: the Prometheus text, when served on this listener; otherwise no such resource. */
+/** GET /metrics: the Prometheus text (routed only when served on this listener). */
 export const metricsHandler =
-  (endpoint: MetricsExposition | undefined, { ok, fail }: Responder): Handler =>
+  (endpoint: MetricsExposition, { ok }: Responder): Handler =>
   async (req, res) => {
-    if (endpoint === undefined) return fail(req, res, { _tag: 'RouteNotFound' });
     ok(req, res, await endpoint.scrape(), { 'content-type': endpoint.contentType });
   };
 

@@ -18,7 +18,7 @@ COPY bootstrap bootstrap
 RUN npm run build:production && npm prune --omit=dev --no-audit --no-fund
 
 FROM ${BASE}
-ENV NODE_ENV=production PORT=3000
+ENV PORT=3000
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules

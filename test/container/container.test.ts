@@ -193,6 +193,9 @@ test('compose up: MongoDB-wire store and Redis healthy, the service ready', asyn
     'yes',
   );
   assert.is((await podman('exec', service, 'id', '-u')).trim(), '1000');
+  // init: true: an init is PID 1 and Node.js its child, so that SIGTERM reaches a process with a handler.
+  const pid1 = (await podman('top', service, 'pid', 'args')).split('\n').find((l) => /^\s*1\s/.test(l));
+  assert.match(pid1 ?? '', /init\b.*node dist\/bootstrap\/main\.js/);
 });
 
 test('a token issued with the CLI inside the container creates a plant that is still listed after a restart', async () => {

@@ -66,7 +66,7 @@ redis_image() {
   mkdir -p "$work/redis"
   cat >"$work/redis/Containerfile" <<CONTAINERFILE
 FROM $BASE
-RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null \\
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq --no-install-recommends redis-server >/dev/null \\
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb && redis-server --version
 WORKDIR /data
 CMD ["redis-server"]

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import { distRoot } from '../support/process.js';
@@ -228,15 +228,33 @@ test('a token issued with the CLI inside the container creates a plant that is s
   assert.equal(await listed.json(), [{ name: 'Monstera' }]);
 });
 
-test('SIGTERM stops the service container within SHUTDOWN_TIMEOUT_MS, exit 0 after draining', async () => {
+test('SIGTERM through the init drains the request in flight, then the container exits 0 within SHUTDOWN_TIMEOUT_MS', async () => {
+  const body = '{"id": 2, "name": "Late"}';
+  const busy = connect(stackPort, '127.0.0.1');
+  await new Promise((r) => busy.once('connect', r));
+  let answer = '';
+  busy.on('data', (c: Buffer) => (answer += c.toString()));
+  const closed = new Promise((r) => busy.once('close', r));
+  busy.write(
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${stackToken}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+  );
+  await sleep(300); // the headers are read: the request is in flight, waiting for its body
   const started = Date.now();
-  await podman('stop', '-t', '30', service);
+  const stopped = podman('stop', '-t', '30', service);
+  const until = Date.now() + 10_000;
+  while (!/"msg":"stopping/.test((await run$('podman', ['logs', service])).stdout) && Date.now() < until)
+    await sleep(100);
+  busy.write(body);
+  await closed;
+  await stopped;
   const tookMs = Date.now() - started;
-  say(`stack: service stopped ${tookMs} ms after SIGTERM`);
+  say(`stack: service stopped ${tookMs} ms after SIGTERM, the request in flight answered`);
+  assert.match(answer, /^HTTP\/1\.1 200 OK/, answer);
   assert.ok(tookMs < SHUTDOWN_TIMEOUT_MS, `stopped in ${tookMs} ms`);
   assert.is((await podman('inspect', '--format', '{{.State.ExitCode}}', service)).trim(), '0');
   const logs = await run$('podman', ['logs', '--tail', '5', service]);
   assert.match(logs.stdout, /"signal":"SIGTERM"[^\n]*"msg":"stopping/);
+  assert.match(logs.stdout, /"msg":"in-flight requests finished"/);
   assert.match(logs.stdout, /"msg":"stopped"/);
 });
 

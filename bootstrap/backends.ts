@@ -62,29 +62,30 @@ export interface DriverHooks {
 /** Chooses and connects the adapters that the configuration names; the only place that choice is made. */
 export const connectBackends = async (config: Config, logger: Logger, hooks: DriverHooks = {}): Promise<Backends> => {
   const closers: Array<() => Promise<void>> = [];
-  const redisByUrl = new Map<string, Redis>();
-  /** One connection per Redis URL and bound, shared by the token store and the limiter. */
-  const redisAt = (url: string, timeoutMs: number): Redis => {
-    let redis = redisByUrl.get(url);
-    if (redis === undefined) {
-      // ioredis reports every failed reconnect: kept as the reason of the next outage line (logged once, throttled).
-      const note = (reason: string) => {
-        hooks.driverError?.('token store', reason);
-        hooks.driverError?.('rate limiter', reason);
-      };
-      let lastError = 0;
-      redis = redisConnection(url, timeoutMs, (e) => {
+  /** Each connection's first wait before serving: its own bound. */
+  const firstConnections: Array<Promise<boolean>> = [];
+  /**
+   * A Redis connection of the backend's own, with its own bound: the token store and the rate limiter never share
+   * one, so neither runs on the other's timeout and a driver error is reported as the failing backend's.
+   */
+  const redisFor = (backend: 'token store' | 'rate limiter', url: string, timeoutMs: number): Redis => {
+    // ioredis reports every failed reconnect: kept as the reason of the next outage line (logged once, throttled).
+    let lastError = 0;
+    const redis = redisConnection(
+      url,
+      timeoutMs,
+      (e) => {
         lastError = Date.now();
-        note(e.message);
-      });
-      // A closed connection is the reason only when no error explains it (a server stopped, not a refused login).
-      redis.on('close', () => {
-        if (Date.now() - lastError > 1000) note('the connection to Redis closed');
-      });
-      redisByUrl.set(url, redis);
-      const connection = redis;
-      closers.push(() => closeRedis(connection));
-    }
+        hooks.driverError?.(backend, e.message);
+      },
+      `plant-store:${backend.replace(' ', '-')}`,
+    );
+    // A closed connection is the reason only when no error explains it (a server stopped, not a refused login).
+    redis.on('close', () => {
+      if (Date.now() - lastError > 1000) hooks.driverError?.(backend, 'the connection to Redis closed');
+    });
+    firstConnections.push(whenReady(redis, timeoutMs));
+    closers.push(() => closeRedis(redis));
     return redis;
   };
 
@@ -118,7 +119,10 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
       case 'static':
         return staticTokens(auth.tokens);
       case 'redis': {
-        const store = redisTokenStore(redisAt(auth.url, auth.timeoutMs), { cacheTtlMs: auth.cacheTtlMs, logger });
+        const store = redisTokenStore(redisFor('token store', auth.url, auth.timeoutMs), {
+          cacheTtlMs: auth.cacheTtlMs,
+          logger,
+        });
         closers.push(store.close);
         return { tokens: store.verifier };
       }
@@ -139,10 +143,10 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
       ? undefined
       : rateLimit.store === 'memory'
         ? memoryRateLimiter(rateLimit)
-        : redisRateLimiter(redisAt(rateLimit.redisUrl, rateLimit.timeoutMs), rateLimit);
+        : redisRateLimiter(redisFor('rate limiter', rateLimit.redisUrl, rateLimit.timeoutMs), rateLimit);
 
   // Give Redis connections their first chance before serving; a Redis still down is reported by /readyz and 503s.
-  await Promise.all([...redisByUrl.values()].map((redis) => whenReady(redis, config.rateLimit.timeoutMs)));
+  await Promise.all(firstConnections);
 
   return {
     plants,

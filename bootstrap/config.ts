@@ -87,7 +87,7 @@ export const loadConfig = (env: Env): Config => {
       windowMs: get(env, variables.RATE_LIMIT_WINDOW_MS),
       store: get(env, variables.RATE_LIMIT_STORE),
       redisUrl: get(env, variables.REDIS_URL),
-      timeoutMs: get(env, variables.AUTH_TIMEOUT_MS),
+      timeoutMs: get(env, variables.RATE_LIMIT_TIMEOUT_MS),
     },
     readinessTimeoutMs: get(env, variables.READINESS_TIMEOUT_MS),
     logFormat: get(env, variables.LOG_FORMAT),

@@ -7,8 +7,15 @@ import { Redis } from 'ioredis';
  * reconnect as an 'error' event, which would crash the process without a listener: `onError` is that listener (by
  * default none is needed, as every failure also reaches its caller as a rejected command).
  */
-export const redisConnection = (url: string, timeoutMs: number, onError: (e: Error) => void = () => undefined): Redis =>
+export const redisConnection = (
+  url: string,
+  timeoutMs: number,
+  onError: (e: Error) => void = () => undefined,
+  /** What the connection is for, as `CLIENT LIST` shows it to Redis's operators. */
+  name?: string,
+): Redis =>
   new Redis(url, {
+    ...(name === undefined ? {} : { connectionName: name }),
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: timeoutMs,

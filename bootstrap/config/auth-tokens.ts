@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
-import { jsonParser, numberSource, REPEATED_MEMBER } from '../../adapters/http/json.js';
+import { parse as parseJson } from 'lossless-json';
 import { isBearerToken, TOKEN_MAX } from '../../domain/credentials.js';
 import { isScope, type Scope } from '../../domain/principal.js';
 import { hasControlCharacter } from '../../domain/text.js';
@@ -99,8 +99,17 @@ const fieldsOf = (e: t.TypeOf<typeof EntryFieldsCodec>) => ({ owner: e.owner, su
 const secretHash = (entry: StaticTokenEntry): string =>
   'token' in entry.secret ? hash('sha256', entry.secret.token, 'hex') : entry.secret.sha256;
 
-/** AUTH_TOKENS is parsed like a request body: duplicate members are refused, not silently resolved to the last. */
-const parseTokensJson = jsonParser({ numbers: numberSource, limits: { maxDepth: 8, maxValues: 1_000_000 } });
+/**
+ * AUTH_TOKENS is parsed with lossless-json, which refuses an object that repeats a member with another value (where
+ * JSON.parse would silently keep the last). A member repeated with the same value is not ambiguous and passes.
+ */
+const parseTokensJson = (raw: string): E.Either<'repeated member' | 'not JSON', unknown> => {
+  try {
+    return E.right(parseJson(raw));
+  } catch (e) {
+    return E.left(e instanceof Error && e.message.startsWith('Duplicate key') ? 'repeated member' : 'not JSON');
+  }
+};
 
 /**
  * The static token set. Anything ambiguous stops start-up: a repeated member, an entry with both secrets, a
@@ -108,11 +117,11 @@ const parseTokensJson = jsonParser({ numbers: numberSource, limits: { maxDepth: 
  * sha256 values in any letter case), which would otherwise let the last entry silently decide the principal.
  */
 export const readAuthTokens = (raw: string): E.Either<string, readonly StaticTokenEntry[]> => {
-  const parsed = parseTokensJson(Buffer.from(raw, 'utf8'));
+  const parsed = parseTokensJson(raw);
   if (E.isLeft(parsed)) {
     // The parser's own messages may quote the text, which holds secrets: only the repeated member is named.
     return E.left(
-      parsed.left.reason === REPEATED_MEMBER ? 'an entry repeats a member' : 'must be a JSON array of token entries',
+      parsed.left === 'repeated member' ? 'an entry repeats a member' : 'must be a JSON array of token entries',
     );
   }
   const json = parsed.right;

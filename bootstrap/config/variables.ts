@@ -195,6 +195,12 @@ export const variables = {
     fallback: 'memory' as 'memory' | 'redis',
     example: 'redis',
   },
+  RATE_LIMIT_TIMEOUT_MS: {
+    name: 'RATE_LIMIT_TIMEOUT_MS',
+    read: readInteger(10, 60_000),
+    fallback: 500,
+    example: '500',
+  },
   AUTH_TOKENS: {
     name: 'AUTH_TOKENS',
     read: readAuthTokens,

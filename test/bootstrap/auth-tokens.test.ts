@@ -126,10 +126,14 @@ test('the service refuses to start on a repeated secret: exit 1, one line naming
       { sha256: hex(SECRET), ...writer },
     ]),
   });
-  const timeout = new Promise<string>((resolve) => setTimeout(() => resolve('still running after 10 s'), 10_000));
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve('still running after 10 s'), 10_000);
+  });
   try {
     assert.is(await Promise.race([svc.exited, timeout]), 1);
   } finally {
+    clearTimeout(timer);
     svc.child.kill('SIGKILL');
   }
   assert.match(svc.stderr(), /^config: AUTH_TOKENS: entries 1 and 2 have the same secret[^\n]*\n$/);

@@ -1,6 +1,12 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ConfigError, loadConfig, type Env } from '../../bootstrap/config.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, loadConfig, variables, type Env } from '../../bootstrap/config.js';
+import { distRoot } from '../support/process.js';
+
+/** The repository: dist/ sits in it. */
+const root = join(distRoot, '..');
 
 const test = suite('configuration from the environment');
 
@@ -33,7 +39,7 @@ test('no variables at all is the embedded default', () => {
     storage: { kind: 'memory', maxPlants: undefined },
     maxPlantsPerOwner: 10000,
     auth: { kind: 'static', tokens: undefined },
-    rateLimit: { max: 0, windowMs: 60000, store: 'memory', redisUrl: 'redis://127.0.0.1:6379', timeoutMs: 2000 },
+    rateLimit: { max: 0, windowMs: 60000, store: 'memory', redisUrl: 'redis://127.0.0.1:6379', timeoutMs: 500 },
     readinessTimeoutMs: 500,
     logFormat: 'json',
     metricsPort: undefined,
@@ -168,6 +174,28 @@ test('MAX_PLANTS_PER_OWNER bounds each owner (0: no bound); MEMORY_MAX_PLANTS bo
     failure({ MEMORY_MAX_PLANTS: '0' }),
     'MEMORY_MAX_PLANTS: must be an integer from 1 to 1000000000 (got "0"); for example MEMORY_MAX_PLANTS=1000000',
   );
+});
+
+test('the rate limiter has a bound of its own (RATE_LIMIT_TIMEOUT_MS), apart from token lookups (AUTH_TIMEOUT_MS)', () => {
+  const config = loadConfig({ AUTH: 'redis', AUTH_TIMEOUT_MS: '3000', RATE_LIMIT_TIMEOUT_MS: '200' });
+  assert.is(config.rateLimit.timeoutMs, 200);
+  assert.is(config.auth.kind === 'redis' && config.auth.timeoutMs, 3000);
+});
+
+test('every variable the code reads is in .env.example, and .env.example names no other', () => {
+  const example = readFileSync(join(root, '.env.example'), 'utf8');
+  const documented = [...example.matchAll(/^([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]);
+  assert.equal([...documented].sort(), Object.keys(variables).sort());
+});
+
+test('docs/configuration.md documents exactly the variables the code reads', () => {
+  const doc = readFileSync(join(root, 'docs', 'configuration.md'), 'utf8');
+  // The table's first column: one or more `NAME`s per row (`JWT_ISSUER`, `JWT_AUDIENCE` share one).
+  const documented = doc
+    .split('\n')
+    .filter((line) => /^\| `[A-Z]/.test(line))
+    .flatMap((line) => [...(line.split('|')[1] ?? '').matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]));
+  assert.equal([...documented].sort(), Object.keys(variables).sort());
 });
 
 test.run();

@@ -46,7 +46,7 @@ test('SIGTERM during start-up, while the token store does not answer, exits 0 wi
       AUTH_TIMEOUT_MS: '30000',
     });
     await svc.waitFor(/"msg":"starting"/);
-    await new Promise((r) => setTimeout(r, 300)); // inside the wait for Redis
+    await redis.connected(); // the service is inside its wait for Redis
     const sent = Date.now();
     svc.child.kill('SIGTERM');
     assert.is(await svc.exited, 0);
@@ -143,7 +143,7 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: '{"id": 1, "name": "Fern"}',
     }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 300));
+    await requestInFlight(port);
     const sent = Date.now();
     svc.child.kill('SIGTERM');
     assert.is(await svc.exited, 0);
@@ -156,5 +156,15 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
     await mongo.close();
   }
 });
+
+/** Waits until the service counts a request in flight besides the scrape that asks (the hung create). */
+const requestInFlight = async (port: number): Promise<void> => {
+  for (;;) {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const inFlight = Number(/^http_requests_in_flight (\d+)/m.exec(text)?.[1] ?? 0);
+    if (inFlight >= 2) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
 
 test.run();

@@ -2,6 +2,8 @@ import { createServer, type Socket } from 'node:net';
 
 export interface HungListener {
   readonly port: number;
+  /** Resolves once a client has connected (at once if one already has). */
+  readonly connected: () => Promise<void>;
   readonly close: () => Promise<void>;
 }
 
@@ -11,7 +13,12 @@ export interface HungListener {
  */
 export const hungListener = async (): Promise<HungListener> => {
   const sockets = new Set<Socket>();
+  let arrived: () => void = () => undefined;
+  const firstConnection = new Promise<void>((resolve) => {
+    arrived = resolve;
+  });
   const server = createServer((socket) => {
+    arrived();
     sockets.add(socket);
     socket.on('error', () => undefined);
     socket.on('close', () => sockets.delete(socket));
@@ -21,6 +28,7 @@ export const hungListener = async (): Promise<HungListener> => {
   if (address === null || typeof address === 'string') throw new Error('no port');
   return {
     port: address.port,
+    connected: () => firstConnection,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -101,7 +101,7 @@ const removeAll = async (): Promise<void> => {
   for (const id of await ids('network')) await run$('podman', ['network', 'rm', '-f', id]);
 };
 
-const missing = ['podman', 'podman-compose', 'debootstrap'].filter(
+const missing = ['podman', 'runc', 'podman-compose', 'debootstrap'].filter(
   (tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0,
 );
 const setup: Setup<{ size: string; teardown: () => Promise<void> }> =

@@ -104,7 +104,7 @@ const removeAll = async (): Promise<void> => {
 const missing = ['podman', 'runc', 'podman-compose', 'debootstrap'].filter(
   (tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0,
 );
-const setup: Setup<{ size: string; teardown: () => Promise<void> }> =
+const setup: Setup<{ teardown: () => Promise<void> }> =
   process.env['PLANT_STORE_CONTAINER_TEST'] === '0'
     ? { skip: 'PLANT_STORE_CONTAINER_TEST=0 (.ci/run runs this suite once, in the Node.js 24 run)' }
     : missing.length > 0 && process.env['CI'] !== 'true'
@@ -119,13 +119,12 @@ const setup: Setup<{ size: string; teardown: () => Promise<void> }> =
           await podman('build', '--quiet', '-t', image, root);
           const size = (await podman('image', 'inspect', '--format', '{{.Size}}', image)).trim();
           say(`image ${image} built in ${seconds(started)} s, ${(Number(size) / 1e6).toFixed(0)} MB`);
-          return { size, teardown: removeAll };
+          return { teardown: removeAll };
         };
 
 const { test, run } = suiteWith('container image and compose stack (podman)', setup);
 
 const TOKEN = 'container-test-token';
-let alonePort = 0;
 let stackPort = 0;
 let stackToken = '';
 const service = `${project}_plant-store_1`;
@@ -169,7 +168,7 @@ test('run alone with --init: the healthcheck turns healthy, and create, list and
   say(`alone: healthy ${took.toFixed(1)} s after start`);
   assert.is((await podman('inspect', '--format', '{{.State.Health.Status}}', alone)).trim(), 'healthy');
   assert.is.not((await podman('exec', alone, 'id', '-u')).trim(), '0', 'the service process is not root');
-  alonePort = Number(/:(\d+)\s*$/.exec((await podman('port', alone, '3000')).trim())?.[1]);
+  const alonePort = Number(/:(\d+)\s*$/.exec((await podman('port', alone, '3000')).trim())?.[1]);
   const created = await api(alonePort, TOKEN, '/plants', { method: 'POST', body: '{"id": 7, "name": "Fern"}' });
   assert.is(created.status, 200);
   assert.equal(await created.json(), { name: 'Fern' });

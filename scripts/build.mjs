@@ -1,6 +1,11 @@
 // Builds dist/ from the TypeScript sources with tsc, under a lock so that two builds from one checkout never race.
-//   node scripts/build.mjs          a clean build (dist/ emptied first): `npm run build`, and `npm test` before it runs
-//   import { ensureBuilt }          builds only when a source is newer than the last build (scripts/launch.mjs)
+//   node scripts/build.mjs          a clean build (dist/ emptied first) of everything, tests and benches included
+//                                   (tsconfig.json): `npm run build`, and `npm test` before it runs
+//   node scripts/build.mjs --production
+//                                   a clean build of what runs in production only (tsconfig.production.json: domain,
+//                                   application, adapters, bootstrap): `npm run build:production`, the Dockerfile
+//   import { ensureBuilt }          builds only when a source is newer than the last build (scripts/launch.mjs); where
+//                                   TypeScript is not installed (dev dependencies pruned) it runs dist/ as built
 // A build writes dist/.build-stamp, dated when the build started, so that a source saved during a build is seen as
 // newer next time.
 import { spawn } from 'node:child_process';
@@ -108,16 +113,23 @@ export const abortBuild = () => {
   release();
 };
 
-const compile = () =>
+/** tsc's path, or undefined where TypeScript is not installed (a production install: `npm prune --omit=dev`). */
+const tscPath = () => {
+  try {
+    return createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
+  } catch {
+    return undefined;
+  }
+};
+
+const compile = (project) =>
   new Promise((resolve, reject) => {
-    let tsc;
-    try {
-      tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
-    } catch {
+    const tsc = tscPath();
+    if (tsc === undefined) {
       reject(new Error('typescript is not installed: run `npm ci` (with dev dependencies) to build'));
       return;
     }
-    compiling = spawn(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { cwd: root, stdio: 'inherit' });
+    compiling = spawn(process.execPath, [tsc, '-p', join(root, project)], { cwd: root, stdio: 'inherit' });
     compiling.once('error', reject);
     compiling.once('exit', (code, signal) => {
       compiling = undefined;
@@ -126,11 +138,11 @@ const compile = () =>
     });
   });
 
-const build = async ({ clean }) => {
+const build = async ({ clean, project = 'tsconfig.json' }) => {
   const startedAt = new Date();
   if (clean) rmSync(dist, { recursive: true, force: true });
   else rmSync(stamp, { force: true });
-  await compile();
+  await compile(project);
   mkdirSync(dist, { recursive: true });
   writeFileSync(stamp, `built ${startedAt.toISOString()}\n`);
   utimesSync(stamp, startedAt, startedAt);
@@ -139,6 +151,17 @@ const build = async ({ clean }) => {
 /** Builds when a source is newer than the last build; returns at once (a few ms of stat calls) when dist/ is fresh. */
 export const ensureBuilt = async () => {
   if (!isStale()) return;
+  if (tscPath() === undefined) {
+    // A production install: `npm prune --omit=dev` removed TypeScript (and touched package-lock.json, which made the
+    // build look stale). What was built is what runs; without a build there is nothing to run.
+    if (!existsSync(stamp)) {
+      throw new Error(
+        'dist/ is not built and TypeScript is not installed: build before pruning dev dependencies (npm ci && npm run build:production)',
+      );
+    }
+    process.stderr.write('TypeScript is not installed (production install): running dist/ as built\n');
+    return;
+  }
   await acquire();
   try {
     if (!isStale()) return; // another process built it while this one waited
@@ -149,11 +172,11 @@ export const ensureBuilt = async () => {
   }
 };
 
-/** A clean build: stale outputs of deleted sources go too. */
-export const cleanBuild = async () => {
+/** A clean build: stale outputs of deleted sources go too. `production`: only what runs in production. */
+export const cleanBuild = async ({ production = false } = {}) => {
   await acquire();
   try {
-    await build({ clean: true });
+    await build({ clean: true, project: production ? 'tsconfig.production.json' : 'tsconfig.json' });
   } finally {
     release();
   }
@@ -161,7 +184,7 @@ export const cleanBuild = async () => {
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => (abortBuild(), process.exit(130)));
-  cleanBuild().catch((e) => {
+  cleanBuild({ production: process.argv.includes('--production') }).catch((e) => {
     process.stderr.write(`build: ${e.message}\n`);
     process.exit(1);
   });

@@ -1,0 +1,269 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { connect, createServer } from 'node:net';
+import { join } from 'node:path';
+import * as assert from 'uvu/assert';
+import { distRoot } from '../support/process.js';
+import { suiteWith, type Setup } from '../support/suites.js';
+
+/**
+ * The Dockerfile and compose.yaml as users get them, built and run with podman (offline: test/container/images.sh
+ * builds the base images, and compose.offline.yaml puts FerretDB and Debian's redis-server in place of the mongo and
+ * redis images). The image alone: non-root, healthy, create/list/delete through the published port. The stack: a
+ * token issued with the CLI inside the service's container, a plant that survives the container's restart, SIGTERM
+ * within the shutdown bound, and nothing left after it is taken down. Whatever happens, the teardown removes every
+ * container, network and volume this suite made. It prints its timings.
+ */
+const root = join(distRoot, '..');
+const here = join(root, 'test', 'container');
+const project = `plant-store-ci-${process.pid}`;
+const alone = `${project}-alone`;
+const image = 'plant-store:latest'; // compose.yaml's `image:`, so that the stack runs the image built here
+const composeFiles = ['-f', join(root, 'compose.yaml'), '-f', join(here, 'compose.offline.yaml')];
+const SHUTDOWN_TIMEOUT_MS = 10_000; // compose.yaml's
+const env = {
+  ...process.env,
+  CONTAINERS_CONF: process.env['CONTAINERS_CONF'] ?? join(here, 'containers.conf'),
+  BUILDAH_FORMAT: 'docker', // the OCI format would drop the HEALTHCHECK
+};
+
+interface Ran {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs a command to its end (at most `timeoutMs`); resolves with its exit code and output. */
+const run$ = (command: string, args: string[], extraEnv: Record<string, string> = {}, timeoutMs = 300_000) =>
+  new Promise<Ran>((resolve) => {
+    const child = spawn(command, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+
+/** Like run$, but a non-zero exit is an error carrying the output. */
+const must = async (command: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string> => {
+  const r = await run$(command, args, extraEnv);
+  if (r.code !== 0) throw new Error(`${command} ${args.join(' ')} exited ${r.code}:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+};
+const podman = (...args: string[]) => must('podman', args);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
+const say = (line: string) => process.stdout.write(`\n  container: ${line}`);
+
+/** Runs the container's healthcheck (nothing schedules it without systemd) until it passes; the seconds it took. */
+const healthy = async (container: string, withinMs = 60_000): Promise<number> => {
+  const started = Date.now();
+  for (;;) {
+    const r = await run$('podman', ['healthcheck', 'run', container]);
+    if (r.code === 0) return (Date.now() - started) / 1000;
+    if (Date.now() - started > withinMs) {
+      const logs = await run$('podman', ['logs', '--tail', '20', container]);
+      throw new Error(
+        `${container} not healthy in ${withinMs} ms: ${r.stdout}${r.stderr}\n${logs.stdout}${logs.stderr}`,
+      );
+    }
+    await sleep(500);
+  }
+};
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+const ids = async (kind: 'ps' | 'volume' | 'network'): Promise<string[]> => {
+  const filter = ['--filter', `label=io.podman.compose.project=${project}`];
+  const args = kind === 'ps' ? ['ps', '-a', '-q', ...filter] : [kind, 'ls', '-q', ...filter];
+  return (await podman(...args)).split('\n').filter((l) => l !== '');
+};
+
+/** Everything this suite may have made, removed; failures here are reported, not thrown. */
+const removeAll = async (): Promise<void> => {
+  await run$('podman', ['rm', '-f', '-t', '0', alone]);
+  await run$('podman-compose', ['-p', project, ...composeFiles, 'down', '-v'], { PLANT_STORE_PORT: '0' });
+  for (const id of await ids('ps')) await run$('podman', ['rm', '-f', '-t', '0', id]);
+  for (const id of await ids('volume')) await run$('podman', ['volume', 'rm', '-f', id]);
+  // podman-compose 1.0 leaves the project's network behind on `down` (docker compose removes it).
+  for (const id of await ids('network')) await run$('podman', ['network', 'rm', '-f', id]);
+};
+
+const missing = ['podman', 'runc', 'podman-compose', 'debootstrap'].filter(
+  (tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0,
+);
+const setup: Setup<{ teardown: () => Promise<void> }> =
+  process.env['PLANT_STORE_CONTAINER_TEST'] === '0'
+    ? { skip: 'PLANT_STORE_CONTAINER_TEST=0 (.ci/run runs this suite once, in the Node.js 24 run)' }
+    : missing.length > 0 && process.env['CI'] !== 'true'
+      ? { skip: `${missing.join(', ')} not installed (apt-get install podman runc podman-compose debootstrap)` }
+      : async () => {
+          if (missing.length > 0) throw new Error(`CI=true and ${missing.join(', ')} not installed`);
+          let started = Date.now();
+          const images = await run$('bash', [join(here, 'images.sh')]);
+          if (images.code !== 0) throw new Error(`images.sh failed:\n${images.stderr}`);
+          say(`base images ready in ${seconds(started)} s${images.stderr === '' ? ' (cached)' : ''}\n${images.stderr}`);
+          started = Date.now();
+          await podman('build', '--quiet', '-t', image, root);
+          const size = (await podman('image', 'inspect', '--format', '{{.Size}}', image)).trim();
+          say(`image ${image} built in ${seconds(started)} s, ${(Number(size) / 1e6).toFixed(0)} MB`);
+          return { teardown: removeAll };
+        };
+
+const { test, run } = suiteWith('container image and compose stack (podman)', setup);
+
+const TOKEN = 'container-test-token';
+let stackPort = 0;
+let stackToken = '';
+const service = `${project}_plant-store_1`;
+
+const api = (port: number, token: string, path: string, init: RequestInit = {}) =>
+  fetch(`http://127.0.0.1:${port}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+  });
+
+test('the image runs as a non-root user, declares its healthcheck, and holds dist/ for production only', async () => {
+  assert.is((await podman('image', 'inspect', '--format', '{{.Config.User}}', image)).trim(), 'node');
+  assert.match(await podman('image', 'inspect', '--format', '{{json .HealthCheck}}', image), /\/healthz/);
+  const inside = await podman(
+    'run',
+    '--rm',
+    image,
+    'sh',
+    '-c',
+    'id -u; ls dist; test -e node_modules/typescript && echo typescript; true',
+  );
+  const [uid, ...rest] = inside.trim().split('\n');
+  assert.is.not(uid, '0');
+  assert.equal(rest, ['adapters', 'application', 'bootstrap', 'domain']);
+});
+
+test('run alone with --init: the healthcheck turns healthy, and create, list and delete work on the published port', async () => {
+  await podman(
+    'run',
+    '-d',
+    '--init',
+    '--name',
+    alone,
+    '-p',
+    '127.0.0.1::3000',
+    '-e',
+    `AUTH_TOKENS=${JSON.stringify([{ token: TOKEN, owner: 'o', subject: 's', scopes: ['plants:read', 'plants:write'] }])}`,
+    image,
+  );
+  const took = await healthy(alone);
+  say(`alone: healthy ${took.toFixed(1)} s after start`);
+  assert.is((await podman('inspect', '--format', '{{.State.Health.Status}}', alone)).trim(), 'healthy');
+  assert.is.not((await podman('exec', alone, 'id', '-u')).trim(), '0', 'the service process is not root');
+  const alonePort = Number(/:(\d+)\s*$/.exec((await podman('port', alone, '3000')).trim())?.[1]);
+  const created = await api(alonePort, TOKEN, '/plants', { method: 'POST', body: '{"id": 7, "name": "Fern"}' });
+  assert.is(created.status, 200);
+  assert.equal(await created.json(), { name: 'Fern' });
+  const listed = await api(alonePort, TOKEN, '/plants');
+  assert.equal(await listed.json(), [{ name: 'Fern' }]);
+  assert.is((await api(alonePort, TOKEN, '/plants/7', { method: 'DELETE' })).status, 204);
+  assert.equal(await (await api(alonePort, TOKEN, '/plants')).json(), []);
+  await podman('rm', '-f', '-t', '0', alone);
+});
+
+test('compose up: MongoDB-wire store and Redis healthy, the service ready', async () => {
+  stackPort = await freePort();
+  const started = Date.now();
+  await must('podman-compose', ['-p', project, ...composeFiles, 'up', '-d'], { PLANT_STORE_PORT: String(stackPort) });
+  for (const name of ['mongo', 'redis', 'plant-store']) await healthy(`${project}_${name}_1`);
+  const ready = await fetch(`http://127.0.0.1:${stackPort}/readyz`);
+  assert.is(ready.status, 200, await ready.text());
+  say(`stack: up and healthy in ${seconds(started)} s`);
+  assert.is(
+    (await podman('exec', `${project}_redis_1`, 'redis-cli', 'config', 'get', 'appendonly')).split('\n')[1],
+    'yes',
+  );
+  assert.is((await podman('exec', service, 'id', '-u')).trim(), '1000');
+  // init: true: an init is PID 1 and Node.js its child, so that SIGTERM reaches a process with a handler.
+  const pid1 = (await podman('top', service, 'pid', 'args')).split('\n').find((l) => /^\s*1\s/.test(l));
+  assert.match(pid1 ?? '', /init\b.*node dist\/bootstrap\/main\.js/);
+});
+
+test('a token issued with the CLI inside the container creates a plant that is still listed after a restart', async () => {
+  const issued = await podman(
+    'exec',
+    service,
+    'node',
+    'dist/bootstrap/token-cli.js',
+    'issue',
+    '--owner',
+    'acme',
+    '--subject',
+    'ops',
+    '--scopes',
+    'plants:read,plants:write',
+  );
+  stackToken = issued.trim().split('\n').at(-1) ?? '';
+  assert.match(stackToken, /^[A-Za-z0-9_-]{43}$/);
+  const created = await api(stackPort, stackToken, '/plants', {
+    method: 'POST',
+    body: '{"id": 1, "name": "Monstera"}',
+  });
+  assert.is(created.status, 200, await created.text());
+  const started = Date.now();
+  await podman('restart', '-t', '15', service);
+  await healthy(service);
+  say(`stack: service restarted and healthy in ${seconds(started)} s`);
+  const listed = await api(stackPort, stackToken, '/plants');
+  assert.is(listed.status, 200);
+  assert.equal(await listed.json(), [{ name: 'Monstera' }]);
+});
+
+test('SIGTERM through the init drains the request in flight, then the container exits 0 within SHUTDOWN_TIMEOUT_MS', async () => {
+  const body = '{"id": 2, "name": "Late"}';
+  const busy = connect(stackPort, '127.0.0.1');
+  await new Promise((r) => busy.once('connect', r));
+  let answer = '';
+  busy.on('data', (c: Buffer) => (answer += c.toString()));
+  const closed = new Promise((r) => busy.once('close', r));
+  busy.write(
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${stackToken}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+  );
+  await sleep(300); // the headers are read: the request is in flight, waiting for its body
+  const started = Date.now();
+  const stopped = podman('stop', '-t', '30', service);
+  const until = Date.now() + 10_000;
+  while (!/"msg":"stopping/.test((await run$('podman', ['logs', service])).stdout) && Date.now() < until)
+    await sleep(100);
+  busy.write(body);
+  await closed;
+  await stopped;
+  const tookMs = Date.now() - started;
+  say(`stack: service stopped ${tookMs} ms after SIGTERM, the request in flight answered`);
+  assert.match(answer, /^HTTP\/1\.1 200 OK/, answer);
+  assert.ok(tookMs < SHUTDOWN_TIMEOUT_MS, `stopped in ${tookMs} ms`);
+  assert.is((await podman('inspect', '--format', '{{.State.ExitCode}}', service)).trim(), '0');
+  const logs = await run$('podman', ['logs', '--tail', '5', service]);
+  assert.match(logs.stdout, /"signal":"SIGTERM"[^\n]*"msg":"stopping/);
+  assert.match(logs.stdout, /"msg":"in-flight requests finished"/);
+  assert.match(logs.stdout, /"msg":"stopped"/);
+});
+
+test('down -v takes everything down: no container, network or volume of the stack is left', async () => {
+  await must('podman-compose', ['-p', project, ...composeFiles, 'down', '-v'], { PLANT_STORE_PORT: String(stackPort) });
+  for (const id of await ids('network')) await podman('network', 'rm', id); // podman-compose 1.0 leaves it
+  assert.equal(await ids('ps'), []);
+  assert.equal(await ids('volume'), []);
+  assert.equal(await ids('network'), []);
+  assert.is((await run$('podman', ['container', 'exists', alone])).code, 1);
+});
+
+run();

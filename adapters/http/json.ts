@@ -18,7 +18,7 @@ export type { JsonLimits, MalformedBody };
  * `__proto__` members stay ordinary own properties (JSON.parse defines them, it never assigns them).
  */
 
-/** The bounds of a request body (README "Limits"). A plant needs depth 1 and 3 members. */
+/** The bounds of a request body (docs/operations.md, "Limits"). A plant needs depth 1 and 3 members. */
 export const JSON_LIMITS: JsonLimits = { maxDepth: 64, maxValues: 10_000 };
 
 /** How numbers get their exact source text: a reviver's `context.source` (Node 22+), or a walk over the text. */

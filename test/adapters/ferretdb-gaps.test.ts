@@ -11,9 +11,9 @@ import {
 import { suiteWith, type Setup } from '../support/suites.js';
 
 /**
- * What FerretDB 1.24 does differently from MongoDB, as the README states it: the facts the MongoDB adapter is kept
+ * What FerretDB 1.24 does differently from MongoDB, as docs/storage.md states it: the facts the MongoDB adapter is kept
  * clear of (no transactions, no TTL or partial indexes) and whose query plans serve a page. When an upgrade changes
- * one of them, this suite says so and the README's table needs the new fact.
+ * one of them, this suite says so and the table in docs/storage.md needs the new fact.
  */
 const ferret = ferretDbBinary();
 const backends: Array<{ name: string; setup: Setup<{ server: RunningServer }>; pushdown: Pushdown }> = [

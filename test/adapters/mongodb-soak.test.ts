@@ -14,10 +14,10 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
  * - an id whose last definite answer was a create's 200 holds exactly that plant (no acknowledged plant lost, also
  *   not to a delete that was answered 503 and reached the server later);
  * - an id whose last definite answer was a delete's 204/404 holds nothing, unless a create of it was answered 503
- *   (outcome unknown: such a create may land late, as the README says; seen here when FerretDB ran an insert more
+ *   (outcome unknown: such a create may land late, as docs/API.md says; seen here when FerretDB ran an insert more
  *   than the storage timeout after it was sent), and then only that create's plant;
  * - no id is stored twice, and no definite answer contradicts the ones before it.
- * Each worker owns its ids and follows the README's advice for 503: repeat the same request until it gets a definite
+ * Each worker owns its ids and follows the advice for 503 in docs/API.md: repeat the same request until it gets a definite
  * answer.
  */
 const TIMEOUT_MS = 500;

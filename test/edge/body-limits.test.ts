@@ -6,7 +6,7 @@ import { runNode } from '../support/process.js';
 
 /**
  * What parsing a create body may allocate is bounded before anything is built: nesting depth 64, and 10,000 object
- * members and array elements in the whole body (README "Limits"). Ignored members used to be built in full: one
+ * members and array elements in the whole body (docs/operations.md, "Limits"). Ignored members used to be built in full: one
  * 16 MiB body cost about 600 MB of RSS.
  */
 const MAX_DEPTH = 64;

@@ -30,6 +30,9 @@ interface ParserHooks {
 /** What `parser.onIncoming` returns to make llhttp stop at the end of the current request's headers. */
 const STOP_PARSING = 2;
 
+/** How many requests that waited behind another on their connection are served in one turn of the event loop. */
+const QUEUED_PER_TURN = 1;
+
 /** Requests each server has handed on (or answered) whose response has not closed yet. */
 const inFlightOf = new WeakMap<Server, { count: number }>();
 
@@ -83,6 +86,91 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     logAnswered(reqId, req.method, status, code);
   };
 
+  /**
+   * Sockets whose current response the kernel has not taken all of yet, oldest first, and what each held unsent when
+   * its response was written. `unsent` is their sum: it only overestimates (the kernel takes more as the client
+   * reads), so when it passes `maxUnsentBytes` it is summed anew from the sockets, and if the total is still above
+   * the bound the connections that have held their bytes longest (the clients that do not read) are closed until it
+   * is below. Each connection holds at most one response (see `serve`), so this bounds what all of them hold.
+   */
+  const sending = new Map<Socket, number>();
+  let unsent = 0;
+  const shed = (): void => {
+    unsent = 0;
+    for (const socket of sending.keys()) {
+      const held = socket.writableLength;
+      sending.set(socket, held);
+      unsent += held;
+    }
+    let closed = 0;
+    for (const [socket, held] of sending) {
+      if (unsent <= limits.maxUnsentBytes) break;
+      unsent -= held;
+      sending.delete(socket);
+      closed += 1;
+      connectionOf(socket).closing = true;
+      socket.destroy();
+    }
+    if (closed > 0) {
+      logger.warn(
+        { code: 'UNSENT_LIMIT', closed, limit: limits.maxUnsentBytes },
+        'connections closed: too many response bytes unread by their clients',
+      );
+    }
+  };
+  const written = (socket: Socket): void => {
+    const held = socket.writableLength;
+    sending.set(socket, held);
+    unsent += held;
+    if (unsent > limits.maxUnsentBytes) shed();
+  };
+  const sent = (socket: Socket): void => {
+    const held = sending.get(socket);
+    if (held === undefined) return;
+    unsent -= held;
+    sending.delete(socket);
+  };
+
+  /**
+   * Hands a request to the app. One response per connection at a time: the next request read on the connection is
+   * handed on only once this response has closed, that is once the kernel has taken all of it. So a client that does
+   * not read holds at most one response in the process, however many requests it pipelined.
+   */
+  const serve = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
+    conn.serving = res;
+    res.once('prefinish', () => written(socket));
+    handler(req, res);
+  };
+
+  /** A response closed (sent, or its connection gone): counted out, and the next waiting request is served. */
+  const settle = (socket: Socket, conn: Connection, res: ServerResponse): void => {
+    if (!conn.open.delete(res)) return;
+    conn.inFlight -= 1;
+    inFlight.count -= 1;
+    if (conn.serving !== res) return;
+    conn.serving = undefined;
+    sent(socket);
+    const next = conn.waiting.shift();
+    if (next !== undefined) {
+      queued.push(() => {
+        if (!socket.destroyed) serve(socket, conn, next.req, next.res);
+      });
+      if (queued.length === 1) setImmediate(serveQueued);
+    }
+  };
+
+  /**
+   * Requests that waited behind a response on their connection are served a few per turn of the event loop, after
+   * whatever was read in that turn. A response the kernel takes at once closes within the turn, so each connection's
+   * pipelined requests would otherwise be served back to back, and hundreds of connections pipelining large pages
+   * would hold the event loop for seconds before a new connection (a probe's /healthz) is even accepted.
+   */
+  const queued: Array<() => void> = [];
+  const serveQueued = (): void => {
+    for (const run of queued.splice(0, QUEUED_PER_TURN)) run();
+    if (queued.length > 0) setImmediate(serveQueued);
+  };
+
   /** Closes a connection that has more requests unanswered than `maxPipelinedRequests`. */
   const refusePipelined = (socket: Socket, conn: Connection): void => {
     conn.closing = true;
@@ -104,10 +192,8 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     conn.inFlight += 1;
     if (conn.inFlight > limits.maxPipelinedRequests) return refusePipelined(socket, conn);
     inFlight.count += 1;
-    res.once('close', () => {
-      conn.inFlight -= 1;
-      inFlight.count -= 1;
-    });
+    conn.open.add(res);
+    res.once('close', () => settle(socket, conn, res));
     conn.last = { req, res };
 
     if (req.httpVersionMajor !== 1) return answer(req, res, { _tag: 'VersionNotSupported' }, 'HTTP_VERSION');
@@ -124,11 +210,17 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
       }
       req.url = origin;
     }
-    handler(req, res);
+    if (conn.serving === undefined) serve(socket, conn, req, res);
+    else conn.waiting.push({ req, res });
   };
 
   server.on('connection', (socket: Socket) => {
     const conn = connectionOf(socket);
+    // Responses that never went out (their requests were waiting, or Node had queued them) close with the socket.
+    socket.once('close', () => {
+      conn.waiting.length = 0;
+      for (const res of conn.open) settle(socket, conn, res);
+    });
     // Node ends a connection after its last response (a 413, `Connection: close`) with destroySoon(), which closes
     // the socket as soon as the response is flushed; close it gracefully instead.
     socket.destroySoon = () => linger(socket, conn);

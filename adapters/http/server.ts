@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../application/ports/logger.js';
-import { badHost, failureFields, originForm, parserFailure, writeFailure, type ParserError } from './before-routing.js';
+import { badFields, failureFields, originForm, parserFailure, writeFailure, type ParserError } from './before-routing.js';
 import { connectionStates, lingering, type Connection } from './connections.js';
 import { toResponse, type HttpFailure } from './failures.js';
 import { requestIdFrom } from './request-id.js';
@@ -197,9 +197,8 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     conn.last = { req, res };
 
     if (req.httpVersionMajor !== 1) return answer(req, res, { _tag: 'VersionNotSupported' }, 'HTTP_VERSION');
-    if (badHost(req)) {
-      return answer(req, res, { _tag: 'MalformedRequest', reason: 'send exactly one Host header' }, 'HOST');
-    }
+    const bad = badFields(req);
+    if (bad !== undefined) return answer(req, res, { _tag: 'MalformedRequest', reason: bad.reason }, bad.code);
     if (expectationFailed) return answer(req, res, { _tag: 'ExpectationFailed' }, 'EXPECTATION');
     const url = req.url ?? '/';
     if (url[0] !== '/' && url !== '*') {

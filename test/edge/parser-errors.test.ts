@@ -31,6 +31,16 @@ it('two Content-Length values are 400', async (svc) => {
   assert.match(res.body, /Content-Length/);
 });
 
+it('two Authorization fields are 400, whichever tenants they name', async (svc) => {
+  const res = await expectFailure(
+    svc,
+    `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.bob}\r\nAuthorization: Bearer ${svc.token.alice}\r\n\r\n`,
+    400,
+    /^AUTHORIZATION$/,
+  );
+  assert.match(res.body, /Authorization/);
+});
+
 it('Content-Length together with Transfer-Encoding is 400', async (svc) => {
   await expectFailure(
     svc,

@@ -209,6 +209,12 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
       }
       req.url = origin;
     }
+    if (req.headers.upgrade !== undefined) {
+      // No protocol is upgraded to here, and Node's parser drops what follows a request asking for one (the next
+      // request pipelined on the connection would go unanswered): it is answered, and the connection closed.
+      conn.closing = true;
+      res.shouldKeepAlive = false;
+    }
     if (conn.serving === undefined) serve(socket, conn, req, res);
     else conn.waiting.push({ req, res });
   };

@@ -44,6 +44,24 @@ it('a connection with more pipelined requests unanswered than the limit is close
   }
 });
 
+it('a request asking for an Upgrade is answered and the connection closed, so nothing pipelined behind it goes unanswered', async (svc) => {
+  const wire = await openWire(svc.port);
+  try {
+    wire.write(
+      'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Request-Id: upgrade-1\r\n\r\n' +
+        `DELETE /plants/4242 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nX-Request-Id: upgrade-2\r\n\r\n`,
+    );
+    const first = await wire.response(1);
+    assert.is(first.status, 200);
+    assert.is(first.headers['x-request-id'], 'upgrade-1');
+    assert.is(first.headers['connection']?.toLowerCase(), 'close');
+    await wire.closed(3000);
+    assert.is(wire.responses().length, 1);
+  } finally {
+    wire.destroy();
+  }
+});
+
 test('connections beyond MAX_CONNECTIONS are closed at once; a freed slot serves again', async () => {
   const svc = await startService({}, { maxConnections: 8 });
   const wires: Wire[] = [];

@@ -246,7 +246,10 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
   });
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
-  // Node answers 100-continue itself; any other expectation comes here.
+  // `Expect: 100-continue`: served like any request, without Node's automatic `100 Continue`; the body reader sends it
+  // (body.ts), so a request refused before its body is read (401, 403, 415, 413) never invites the body.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
+  // Any other expectation comes here.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, true));
 
   server.on('clientError', (err: ParserError, socket: Socket) => {

@@ -90,6 +90,20 @@ it('Expect: 100-continue still gets 100 Continue, then the real answer', async (
   }
 });
 
+it('Expect: 100-continue with a bad token is answered 401 without 100 Continue', async (svc) => {
+  const wire = await openWire(svc.port);
+  try {
+    wire.write(
+      'POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer not-a-known-token\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 30\r\nExpect: 100-continue\r\n\r\n',
+    );
+    const first = await wire.response(1);
+    assert.is(first.status, 401);
+  } finally {
+    wire.destroy();
+  }
+});
+
 it('headers that do not arrive within HEADERS_TIMEOUT_MS are 408', async (svc) => {
   const wire = await openWire(svc.port);
   try {

@@ -1,7 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../application/ports/logger.js';
-import { badFields, failureFields, originForm, parserFailure, writeFailure, type ParserError } from './before-routing.js';
+import {
+  badFields,
+  failureFields,
+  originForm,
+  parserFailure,
+  writeFailure,
+  type ParserError,
+} from './before-routing.js';
 import { connectionStates, lingering, type Connection } from './connections.js';
 import { toResponse, type HttpFailure } from './failures.js';
 import { requestIdFrom } from './request-id.js';
@@ -18,11 +25,12 @@ export interface HttpServerDeps {
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
- * Node's HTTP server offers no public hook for three things done here, so this module leans on three internals that
+ * Node's HTTP server offers no public hook for four things done here, so this module leans on four internals that
  * have been stable for years, each pinned by a test in test/edge: the per-connection `parser.onIncoming` (to stop
  * parsing a connection that is closing), `socket.destroySoon()` (what Node calls to close after a last response),
- * and the parser taking its bytes from the socket's 'data' listener once one is added (to stop parsing while the
- * connection lingers).
+ * the parser taking its bytes from the socket's 'data' listener once one is added (to stop parsing while the
+ * connection lingers), and a response's 'prefinish' event (its last bytes handed to the socket: what the socket then
+ * holds unsent is counted).
  */
 interface ParserHooks {
   onIncoming?: (req: IncomingMessage, keepAlive: boolean) => number;
@@ -50,7 +58,8 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * Memory per connection is bounded by closing a connection that has more than `maxPipelinedRequests` requests
  * unanswered, and by stopping the parser there: Node otherwise parses every request of a chunk it has read (up to
  * 64 KiB, over a thousand small GETs) into objects before its own backpressure can stop reading, so pausing alone
- * would not bound it. The number of connections is bounded by `maxConnections`.
+ * would not bound it. The number of connections is bounded by `maxConnections`. The bytes held for clients that do not
+ * read are bounded per connection (one response at a time, see `serve`) and in total (`maxUnsentBytes`).
  */
 export const createHttpServer = (handler: Handler, { logger, limits }: HttpServerDeps): Server => {
   const server = createServer({
@@ -148,14 +157,17 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     conn.inFlight -= 1;
     inFlight.count -= 1;
     if (conn.serving !== res) return;
-    conn.serving = undefined;
     sent(socket);
     const next = conn.waiting.shift();
-    if (next !== undefined) {
-      queued.push(() => {
-        if (!socket.destroyed) serve(socket, conn, next.req, next.res);
-      });
-      if (queued.length === 1) setImmediate(serveQueued);
+    // The connection stays taken by the next request until it is served, so that none read meanwhile goes first.
+    conn.serving = next?.res;
+    if (next === undefined) return;
+    queued.push(() => {
+      if (!socket.destroyed) serve(socket, conn, next.req, next.res);
+    });
+    if (!queueScheduled) {
+      queueScheduled = true;
+      setImmediate(serveQueued);
     }
   };
 
@@ -166,9 +178,11 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
    * would hold the event loop for seconds before a new connection (a probe's /healthz) is even accepted.
    */
   const queued: Array<() => void> = [];
+  let queueScheduled = false;
   const serveQueued = (): void => {
     for (const run of queued.splice(0, QUEUED_PER_TURN)) run();
-    if (queued.length > 0) setImmediate(serveQueued);
+    queueScheduled = queued.length > 0;
+    if (queueScheduled) setImmediate(serveQueued);
   };
 
   /** Closes a connection that has more requests unanswered than `maxPipelinedRequests`. */

@@ -13,10 +13,10 @@ const rssMiB = (pid: number): number => {
 
 const CONNECTIONS = Number(process.env['UNREAD_CONNECTIONS'] ?? 240);
 
-test(`${CONNECTIONS} clients that pipeline 16 pages of the largest size and never read neither exhaust a 256 MiB heap nor grow the server by 150 MiB, and /healthz answers meanwhile`, async () => {
+test(`${CONNECTIONS} clients that pipeline 16 pages of the largest size and never read neither exhaust a 128 MiB heap nor grow the server by 150 MiB, and /healthz answers meanwhile`, async () => {
   if (process.platform !== 'linux') return; // RSS is read from /proc
   const proc = runNode('bootstrap/main.js', {
-    NODE_OPTIONS: '--max-old-space-size=256',
+    NODE_OPTIONS: '--max-old-space-size=128',
     PORT: '0',
     HOST: '127.0.0.1',
     AUTH_TOKENS: '[{"token":"t","owner":"o","subject":"s","scopes":["plants:read","plants:write"]}]',

@@ -55,7 +55,11 @@ export const stdoutDestination = (out: Out, heldBytes = LOG_HELD_BYTES) => {
         setImmediate(flush);
       }
     },
-    flush,
+    /** Writes what is held now; pino's `logger.flush(cb)` comes here. */
+    flush: (done?: () => void): void => {
+      flush();
+      done?.();
+    },
     /** Lines dropped since the last report. */
     dropped: () => dropped,
     /** Called once stdout has drained after lines were dropped, with their count. */
@@ -95,7 +99,7 @@ export const createLogger = ({ logLevel, logFormat }: Pick<Config, 'logLevel' | 
     process.stdout.on('close', () => {
       logger.level = 'silent';
     });
-    process.once('exit', destination.flush);
+    process.once('exit', () => destination.flush());
     return logger;
   }
   let pretty: typeof PinoPretty;

@@ -20,7 +20,13 @@ const startWithStuckReader = async () => {
   child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
   const onData = (c: Buffer) => (out += c.toString('utf8'));
   child.stdout.on('data', onData);
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'exit', not 'close': a stdout nobody reads is never read to its end. Once exited, its pipe is let go.
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      child.stdout.destroy();
+      resolve(code);
+    }),
+  );
   const deadline = Date.now() + 10_000;
   while (!/"msg":"listening"/.test(out)) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`did not start: ${out} ${err}`);

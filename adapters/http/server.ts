@@ -172,7 +172,7 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
   };
 
   /**
-   * Requests that waited behind a response on their connection are served a few per turn of the event loop, after
+   * Requests that waited behind a response on their connection are served one per turn of the event loop, after
    * whatever was read in that turn. A response the kernel takes at once closes within the turn, so each connection's
    * pipelined requests would otherwise be served back to back, and hundreds of connections pipelining large pages
    * would hold the event loop for seconds before a new connection (a probe's /healthz) is even accepted.

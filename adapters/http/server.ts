@@ -147,7 +147,7 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
    */
   const serve = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
     conn.serving = res;
-    res.once('prefinish', () => written(socket));
+    res.on('prefinish', () => written(socket)); // once per response: no `once` wrapper needed
     handler(req, res);
   };
 
@@ -207,7 +207,7 @@ export const createHttpServer = (handler: Handler, { logger, limits }: HttpServe
     if (conn.inFlight > limits.maxPipelinedRequests) return refusePipelined(socket, conn);
     inFlight.count += 1;
     conn.open.add(res);
-    res.once('close', () => settle(socket, conn, res));
+    res.on('close', () => settle(socket, conn, res)); // emitted once
     conn.last = { req, res };
 
     if (req.httpVersionMajor !== 1) return answer(req, res, { _tag: 'VersionNotSupported' }, 'HTTP_VERSION');

@@ -13,7 +13,7 @@ const rssMiB = (pid: number): number => {
 
 const CONNECTIONS = Number(process.env['UNREAD_CONNECTIONS'] ?? 240);
 
-test(`${CONNECTIONS} clients that pipeline 16 pages of the largest size and never read neither exhaust a 128 MiB heap nor grow the server by 150 MiB, and /healthz answers meanwhile`, async () => {
+test(`${CONNECTIONS} clients that pipeline 16 pages of the largest size and never read neither exhaust a 128 MiB heap nor grow the server by 200 MiB, and /healthz answers meanwhile`, async () => {
   if (process.platform !== 'linux') return; // RSS is read from /proc
   const proc = runNode('bootstrap/main.js', {
     NODE_OPTIONS: '--max-old-space-size=128',
@@ -79,7 +79,9 @@ test(`${CONNECTIONS} clients that pipeline 16 pages of the largest size and neve
       `\n  unread pages: RSS +${grown} MiB (from ${Math.round(before)}), /healthz slowest ${slowest} ms\n`,
     );
     assert.is(proc.child.exitCode, null, `the server is still running; stderr: ${proc.stderr().slice(0, 300)}`);
-    assert.ok(grown < 150, `RSS grew ${grown} MiB (from ${Math.round(before)} MiB)`);
+    // What the bounds allow: the 128 MiB heap, MAX_UNSENT_BYTES (64 MiB) of unsent Buffers, and the pages being built
+    // (measured +76 to +132 MiB on Node 20 and 24; before: +2.2 to +2.9 GiB within 10 s without a heap limit).
+    assert.ok(grown < 200, `RSS grew ${grown} MiB (from ${Math.round(before)} MiB)`);
     // Generous: a new connection is accepted once per turn of the event loop, behind the flood's own connections,
     // each turn serving a page; on an idle machine it is about a second (before: 23 s, and out of memory).
     assert.ok(slowest < 15_000, `/healthz took up to ${slowest} ms (${answered} answered)`);

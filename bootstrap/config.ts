@@ -112,6 +112,7 @@ const loadServerLimits = (env: Env): ServerLimitsConfig => {
     requestTimeoutMs,
     keepAliveTimeoutMs: get(env, variables.KEEP_ALIVE_TIMEOUT_MS),
     idleTimeoutMs: get(env, variables.IDLE_TIMEOUT_MS),
+    maxUnsentBytes: get(env, variables.MAX_UNSENT_BYTES),
   };
 };
 

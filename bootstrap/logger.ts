@@ -3,55 +3,103 @@ import { pino, type Logger as Pino } from 'pino';
 import type PinoPretty from 'pino-pretty';
 import { ConfigError, type Config } from './config.js';
 
-/** Bytes of JSON lines held before they are written at once (below sonic-boom's 16 KiB `maxWrite`). */
+/** Bytes of JSON lines gathered in one turn of the event loop before they are written at once. */
 const BATCH_BYTES = 8192;
+/** Bytes of lines the process holds for a stdout that does not take them; past it, lines are dropped and counted. */
+export const LOG_HELD_BYTES = 1024 * 1024;
+
+/** What the process writes its log lines to: a writable stream that may hold what its reader has not taken yet. */
+type Out = Pick<NodeJS.WritableStream, 'write' | 'on'> & {
+  readonly writableLength: number;
+  readonly destroyed: boolean;
+};
 
 /**
- * The process's logger. JSON lines on stdout by default, written synchronously (`pino.destination({ sync: true })`),
- * in batches: the lines of one turn of the event loop are written together at its end (a `setImmediate` after the
- * first line, or earlier once BATCH_BYTES are held), so a busy server makes one write syscall for many requests
- * instead of one each, and a line waits for no timer. Lines still held when the process exits are written by an
- * 'exit' handler. pino's default destination is asynchronous and flushes at exit with sonic-boom 4's flushSync,
- * which retries a write that failed with EPIPE forever: a service whose stdout reader had gone hung on SIGTERM, never
- * exiting; the synchronous destination's writes fail once instead. A write error (EPIPE: the reader is gone)
- * silences the logger, and the service goes on serving and shuts down as usual.
- * LOG_FORMAT=pretty renders the same lines for humans with pino-pretty, the same way; it is a development tool (a dev
- * dependency), loaded only then.
+ * A pino destination over stdout that never blocks. The lines of one turn of the event loop are written together at
+ * its end (a `setImmediate` after the first line, or earlier once BATCH_BYTES are held), so a busy server makes one
+ * write for many requests. On a pipe or a socket (a container's log driver, journald) Node's stdout never blocks: what
+ * the reader has not taken waits in the stream; once LOG_HELD_BYTES wait there, further lines are dropped and counted,
+ * and when the reader has taken everything (`drain`) one warning says how many were dropped. A reader that has gone
+ * (EPIPE) silences the logger. A file or a terminal is written synchronously by Node, as before.
+ */
+export const stdoutDestination = (out: Out, heldBytes = LOG_HELD_BYTES) => {
+  let batch = '';
+  let lines = 0;
+  let scheduled = false;
+  let dropped = 0;
+  let onDropped: (count: number) => void = () => undefined;
+  const flush = (): void => {
+    scheduled = false;
+    if (batch === '') return;
+    const text = batch;
+    const count = lines;
+    batch = '';
+    lines = 0;
+    if (out.destroyed) return;
+    if (out.writableLength + text.length > heldBytes) dropped += count;
+    else out.write(text);
+  };
+  out.on('drain', () => {
+    if (dropped === 0) return;
+    const count = dropped;
+    dropped = 0;
+    onDropped(count);
+  });
+  return {
+    write: (line: string): void => {
+      batch += line;
+      lines += 1;
+      if (batch.length >= BATCH_BYTES) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    /** Writes what is held now; pino's `logger.flush(cb)` comes here. */
+    flush: (done?: () => void): void => {
+      flush();
+      done?.();
+    },
+    /** Lines dropped since the last report. */
+    dropped: () => dropped,
+    /** Called once stdout has drained after lines were dropped, with their count. */
+    onDropped: (report: (count: number) => void): void => {
+      onDropped = report;
+    },
+  };
+};
+
+/**
+ * Resolves once stdout holds nothing the reader has not taken, or after `ms`: the last lines of a shutdown reach a
+ * slow reader, and a stuck one delays the exit by `ms` at most.
+ */
+export const logDrained = (ms: number, out: Out = process.stdout): Promise<void> =>
+  new Promise((resolve) => {
+    if (out.writableLength === 0 || out.destroyed) return resolve();
+    const timer = setTimeout(resolve, ms);
+    out.on('drain', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+
+/**
+ * The process's logger. JSON lines on stdout by default, through `stdoutDestination`: a slow or stuck log reader costs
+ * log lines (counted, and reported once it drains), never the event loop. Lines still held when the process exits are
+ * handed to stdout by an 'exit' handler (written if the reader has room). LOG_FORMAT=pretty renders the same lines for
+ * humans with pino-pretty, synchronously; it is a development tool (a dev dependency), loaded only then.
  */
 export const createLogger = ({ logLevel, logFormat }: Pick<Config, 'logLevel' | 'logFormat'>): Pino => {
   if (logFormat === 'json') {
-    const destination = pino.destination({ dest: 1, sync: true, minLength: BATCH_BYTES });
-    let flushScheduled = false;
-    const flushBatch = (): void => {
-      flushScheduled = false;
-      destination.flush();
-    };
-    const logger = pino(
-      {
-        level: logLevel,
-        base: null,
-        hooks: {
-          streamWrite: (line) => {
-            if (!flushScheduled) {
-              flushScheduled = true;
-              setImmediate(flushBatch);
-            }
-            return line;
-          },
-        },
-      },
-      destination,
+    const destination = stdoutDestination(process.stdout);
+    const logger = pino({ level: logLevel, base: null }, destination);
+    destination.onDropped((droppedLines) =>
+      logger.warn({ droppedLines }, 'log lines dropped: stdout was not read fast enough'),
     );
-    destination.on('error', () => {
+    process.stdout.on('close', () => {
       logger.level = 'silent';
     });
-    process.once('exit', () => {
-      try {
-        destination.flush();
-      } catch {
-        // destroyed: nothing more can be written
-      }
-    });
+    process.once('exit', () => destination.flush());
     return logger;
   }
   let pretty: typeof PinoPretty;

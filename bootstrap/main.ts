@@ -19,8 +19,11 @@ import {
 import { connectBackends, memoryMaxPlants, type Backends } from './backends.js';
 import { buildApp } from './build-app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './logger.js';
+import { createLogger, logDrained } from './logger.js';
 import { serviceVersion } from './version.js';
+
+/** How long the exit waits for stdout to take the last log lines. */
+const LOG_DRAIN_MS = 1000;
 
 /** Resolves with the promise's value, or with undefined once `ms` have passed. */
 const within = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> =>
@@ -177,6 +180,8 @@ const main = async (): Promise<void> => {
     }
     logger.info({ ms: Math.round(performance.now() - started) }, 'stopped');
     logger.flush();
+    // The last lines reach a slow log reader; a stuck one delays the exit by a second at most.
+    await logDrained(LOG_DRAIN_MS);
     process.exit(0);
   };
   onStopSignal((signal) => void stop(signal));

@@ -28,15 +28,26 @@ export const originForm = (target: string): string | undefined => {
   return rest === '' || rest[0] === '?' ? `/${rest}` : rest;
 };
 
-/** The request is HTTP/1.1 without exactly one Host field (RFC 9112 §3.2 asks for a 400), or HTTP/1.0 with two. */
-export const badHost = (req: IncomingMessage): boolean => {
+/**
+ * What is wrong with the request's Host and Authorization fields, with its log code; undefined when nothing is.
+ * HTTP/1.1 needs exactly one Host field (RFC 9112 §3.2 asks for a 400), HTTP/1.0 at most one. Two Authorization
+ * fields are refused too: Node would serve the first, a proxy in front may have read the last, and the two may name
+ * different tenants.
+ */
+export const badFields = (req: IncomingMessage): { readonly reason: string; readonly code: string } | undefined => {
   const raw = req.rawHeaders;
   let hosts = 0;
+  let authorizations = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     if (name.length === 4 && name.toLowerCase() === 'host') hosts += 1;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations += 1;
   }
-  return hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1);
+  if (hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1)) {
+    return { reason: 'send exactly one Host header', code: 'HOST' };
+  }
+  if (authorizations > 1) return { reason: 'send at most one Authorization header', code: 'AUTHORIZATION' };
+  return undefined;
 };
 
 /** The failure a parser error answers with; undefined for socket errors, which cannot be answered. */

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
 import type { HttpFailure } from './failures.js';
 
@@ -19,15 +19,22 @@ export const isJsonContentType = (header: string | undefined): boolean => {
 /**
  * Reads the body up to `limit` bytes. A declared Content-Length over the limit is refused before a byte is read;
  * a chunked body is counted as it arrives and refused at the first byte over the limit, with the rest left unread
- * (the response closes the connection). Resolves `undefined` when the client went away mid-body.
+ * (the response closes the connection). A client that sent `Expect: 100-continue` is invited to send the body
+ * (`100 Continue`) only here, after authentication and these checks. Resolves `undefined` when the client went away
+ * mid-body.
  */
-export const readBody = (req: IncomingMessage, limit: number): Promise<E.Either<BodyFailure, Buffer> | undefined> => {
+export const readBody = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  limit: number,
+): Promise<E.Either<BodyFailure, Buffer> | undefined> => {
   // Gone before we asked (the client left, or the server answered and closed): no event would ever come.
   if (req.destroyed) return Promise.resolve(undefined);
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.resolve(E.left({ _tag: 'PayloadTooLarge', limit }));
   }
+  if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) res.writeContinue();
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;

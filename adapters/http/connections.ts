@@ -13,6 +13,12 @@ export interface Connection {
   lingering: boolean;
   /** `socket.bytesRead` when lingering began. */
   lingerFrom: number;
+  /** The response the app is producing or the socket is still sending; the next request waits for it to close. */
+  serving: ServerResponse | undefined;
+  /** Requests read while another was being served, in order. */
+  readonly waiting: Array<{ readonly req: IncomingMessage; readonly res: ServerResponse }>;
+  /** Responses of this connection not yet closed: settled when the socket closes, whether or not they were sent. */
+  readonly open: Set<ServerResponse>;
 }
 
 /** The state of each open connection, made on first use and gone with the socket. */
@@ -21,7 +27,16 @@ export const connectionStates = () => {
   return (socket: Socket): Connection => {
     let conn = connections.get(socket);
     if (conn === undefined) {
-      conn = { inFlight: 0, last: undefined, closing: false, lingering: false, lingerFrom: 0 };
+      conn = {
+        inFlight: 0,
+        last: undefined,
+        closing: false,
+        lingering: false,
+        lingerFrom: 0,
+        serving: undefined,
+        waiting: [],
+        open: new Set(),
+      };
       connections.set(socket, conn);
     }
     return conn;

@@ -21,6 +21,13 @@ export interface Exchange extends Request {
 export type Handler = (req: Exchange, res: ServerResponse) => Promise<void> | void;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+/**
+ * A body longer than this is encoded to bytes before it is written. A string the socket cannot send at once stays in
+ * the heap as a string (a page of four-byte characters as two-byte UTF-16: twice its bytes) and is counted in
+ * `writableLength` by characters; as a Buffer it is held outside the heap and counted by bytes, which is what the
+ * server's bound on unsent bytes (server.ts) sums.
+ */
+const ENCODE_ABOVE = 16 * 1024;
 
 /** Stamps the exchange once: start time and request id (the caller's when valid, else a new one); names its route. */
 export const exchangeOf = (req: Request, route: string): Exchange => {
@@ -76,9 +83,10 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
     if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
     if (body === undefined) res.writeHead(status, fields).end();
     else {
+      const bytes = typeof body === 'string' && body.length > ENCODE_ABOVE ? Buffer.from(body) : body;
       if (headers?.['content-type'] === undefined) fields.push('content-type', JSON_TYPE);
-      fields.push('content-length', String(Buffer.byteLength(body)));
-      res.writeHead(status, fields).end(body);
+      fields.push('content-length', String(Buffer.byteLength(bytes)));
+      res.writeHead(status, fields).end(bytes);
     }
     const ms = performance.now() - req.startedAt;
     metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);

@@ -19,6 +19,11 @@ export interface ServerLimits {
   /** A connection on which nothing moves either way while a request is open (a client that stops reading) is closed. */
   readonly idleTimeoutMs: number;
   /**
+   * Bytes of responses written and not yet taken by the kernel, over all connections (clients that do not read);
+   * past it, the connections holding the most are closed until the total is below it again.
+   */
+  readonly maxUnsentBytes: number;
+  /**
    * After the last response of a connection, what the client still sends is read and discarded for up to `lingerMs`
    * and `lingerBytes`, so that closing does not reset the connection before the client has read the response.
    */
@@ -34,6 +39,7 @@ export const defaultServerLimits: ServerLimits = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   idleTimeoutMs: 60_000,
+  maxUnsentBytes: 64 * 1024 * 1024,
   lingerMs: 2_000,
   lingerBytes: 1024 * 1024,
 };

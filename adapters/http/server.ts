@@ -1,7 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../application/ports/logger.js';
-import { badHost, failureFields, originForm, parserFailure, writeFailure, type ParserError } from './before-routing.js';
+import {
+  badFields,
+  failureFields,
+  originForm,
+  parserFailure,
+  writeFailure,
+  type ParserError,
+} from './before-routing.js';
 import { connectionStates, lingering, type Connection } from './connections.js';
 import { toResponse, type HttpFailure } from './failures.js';
 import { requestIdFrom } from './request-id.js';
@@ -20,17 +27,21 @@ export interface HttpServerDeps {
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
- * Node's HTTP server offers no public hook for three things done here, so this module leans on three internals that
+ * Node's HTTP server offers no public hook for four things done here, so this module leans on four internals that
  * have been stable for years, each pinned by a test in test/edge: the per-connection `parser.onIncoming` (to stop
  * parsing a connection that is closing), `socket.destroySoon()` (what Node calls to close after a last response),
- * and the parser taking its bytes from the socket's 'data' listener once one is added (to stop parsing while the
- * connection lingers).
+ * the parser taking its bytes from the socket's 'data' listener once one is added (to stop parsing while the
+ * connection lingers), and a response's 'prefinish' event (its last bytes handed to the socket: what the socket then
+ * holds unsent is counted).
  */
 interface ParserHooks {
   onIncoming?: (req: IncomingMessage, keepAlive: boolean) => number;
 }
 /** What `parser.onIncoming` returns to make llhttp stop at the end of the current request's headers. */
 const STOP_PARSING = 2;
+
+/** How many requests that waited behind another on their connection are served in one turn of the event loop. */
+const QUEUED_PER_TURN = 1;
 
 /** Requests each server has handed on (or answered) whose response has not closed yet. */
 const inFlightOf = new WeakMap<Server, { count: number }>();
@@ -49,7 +60,8 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * Memory per connection is bounded by closing a connection that has more than `maxPipelinedRequests` requests
  * unanswered, and by stopping the parser there: Node otherwise parses every request of a chunk it has read (up to
  * 64 KiB, over a thousand small GETs) into objects before its own backpressure can stop reading, so pausing alone
- * would not bound it. The number of connections is bounded by `maxConnections`.
+ * would not bound it. The number of connections is bounded by `maxConnections`. The bytes held for clients that do not
+ * read are bounded per connection (one response at a time, see `serve`) and in total (`maxUnsentBytes`).
  */
 export const createHttpServer = (handler: Handler, { logger, limits, refused }: HttpServerDeps): Server => {
   const server = createServer({
@@ -87,6 +99,96 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     logAnswered(reqId, req.method, status, code);
   };
 
+  /**
+   * Sockets whose current response the kernel has not taken all of yet, oldest first, and what each held unsent when
+   * its response was written. `unsent` is their sum: it only overestimates (the kernel takes more as the client
+   * reads), so when it passes `maxUnsentBytes` it is summed anew from the sockets, and if the total is still above
+   * the bound the connections that have held their bytes longest (the clients that do not read) are closed until it
+   * is below. Each connection holds at most one response (see `serve`), so this bounds what all of them hold.
+   */
+  const sending = new Map<Socket, number>();
+  let unsent = 0;
+  const shed = (): void => {
+    unsent = 0;
+    for (const socket of sending.keys()) {
+      const held = socket.writableLength;
+      sending.set(socket, held);
+      unsent += held;
+    }
+    let closed = 0;
+    for (const [socket, held] of sending) {
+      if (unsent <= limits.maxUnsentBytes) break;
+      unsent -= held;
+      sending.delete(socket);
+      closed += 1;
+      connectionOf(socket).closing = true;
+      socket.destroy();
+    }
+    if (closed > 0) {
+      logger.warn(
+        { code: 'UNSENT_LIMIT', closed, limit: limits.maxUnsentBytes },
+        'connections closed: too many response bytes unread by their clients',
+      );
+    }
+  };
+  const written = (socket: Socket): void => {
+    const held = socket.writableLength;
+    sending.set(socket, held);
+    unsent += held;
+    if (unsent > limits.maxUnsentBytes) shed();
+  };
+  const sent = (socket: Socket): void => {
+    const held = sending.get(socket);
+    if (held === undefined) return;
+    unsent -= held;
+    sending.delete(socket);
+  };
+
+  /**
+   * Hands a request to the app. One response per connection at a time: the next request read on the connection is
+   * handed on only once this response has closed, that is once the kernel has taken all of it. So a client that does
+   * not read holds at most one response in the process, however many requests it pipelined.
+   */
+  const serve = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
+    conn.serving = res;
+    res.on('prefinish', () => written(socket)); // once per response: no `once` wrapper needed
+    handler(req, res);
+  };
+
+  /** A response closed (sent, or its connection gone): counted out, and the next waiting request is served. */
+  const settle = (socket: Socket, conn: Connection, res: ServerResponse): void => {
+    if (!conn.open.delete(res)) return;
+    conn.inFlight -= 1;
+    inFlight.count -= 1;
+    if (conn.serving !== res) return;
+    sent(socket);
+    const next = conn.waiting.shift();
+    // The connection stays taken by the next request until it is served, so that none read meanwhile goes first.
+    conn.serving = next?.res;
+    if (next === undefined) return;
+    queued.push(() => {
+      if (!socket.destroyed) serve(socket, conn, next.req, next.res);
+    });
+    if (!queueScheduled) {
+      queueScheduled = true;
+      setImmediate(serveQueued);
+    }
+  };
+
+  /**
+   * Requests that waited behind a response on their connection are served one per turn of the event loop, after
+   * whatever was read in that turn. A response the kernel takes at once closes within the turn, so each connection's
+   * pipelined requests would otherwise be served back to back, and hundreds of connections pipelining large pages
+   * would hold the event loop for seconds before a new connection (a probe's /healthz) is even accepted.
+   */
+  const queued: Array<() => void> = [];
+  let queueScheduled = false;
+  const serveQueued = (): void => {
+    for (const run of queued.splice(0, QUEUED_PER_TURN)) run();
+    queueScheduled = queued.length > 0;
+    if (queueScheduled) setImmediate(serveQueued);
+  };
+
   /** Closes a connection that has more requests unanswered than `maxPipelinedRequests`. */
   const refusePipelined = (socket: Socket, conn: Connection): void => {
     conn.closing = true;
@@ -108,16 +210,13 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     conn.inFlight += 1;
     if (conn.inFlight > limits.maxPipelinedRequests) return refusePipelined(socket, conn);
     inFlight.count += 1;
-    res.once('close', () => {
-      conn.inFlight -= 1;
-      inFlight.count -= 1;
-    });
+    conn.open.add(res);
+    res.on('close', () => settle(socket, conn, res)); // emitted once
     conn.last = { req, res };
 
     if (req.httpVersionMajor !== 1) return answer(req, res, { _tag: 'VersionNotSupported' }, 'HTTP_VERSION');
-    if (badHost(req)) {
-      return answer(req, res, { _tag: 'MalformedRequest', reason: 'send exactly one Host header' }, 'HOST');
-    }
+    const bad = badFields(req);
+    if (bad !== undefined) return answer(req, res, { _tag: 'MalformedRequest', reason: bad.reason }, bad.code);
     if (expectationFailed) return answer(req, res, { _tag: 'ExpectationFailed' }, 'EXPECTATION');
     const url = req.url ?? '/';
     if (url[0] !== '/' && url !== '*') {
@@ -128,11 +227,23 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
       }
       req.url = origin;
     }
-    handler(req, res);
+    if (req.headers.upgrade !== undefined) {
+      // No protocol is upgraded to here, and Node's parser drops what follows a request asking for one (the next
+      // request pipelined on the connection would go unanswered): it is answered, and the connection closed.
+      conn.closing = true;
+      res.shouldKeepAlive = false;
+    }
+    if (conn.serving === undefined) serve(socket, conn, req, res);
+    else conn.waiting.push({ req, res });
   };
 
   server.on('connection', (socket: Socket) => {
     const conn = connectionOf(socket);
+    // Responses that never went out (their requests were waiting, or Node had queued them) close with the socket.
+    socket.once('close', () => {
+      conn.waiting.length = 0;
+      for (const res of conn.open) settle(socket, conn, res);
+    });
     // Node ends a connection after its last response (a 413, `Connection: close`) with destroySoon(), which closes
     // the socket as soon as the response is flushed; close it gracefully instead.
     socket.destroySoon = () => linger(socket, conn);
@@ -153,7 +264,10 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
   });
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
-  // Node answers 100-continue itself; any other expectation comes here.
+  // `Expect: 100-continue`: served like any request, without Node's automatic `100 Continue`; the body reader sends it
+  // (body.ts), so a request refused before its body is read (401, 403, 415, 413) never invites the body.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
+  // Any other expectation comes here.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, true));
 
   server.on('clientError', (err: ParserError, socket: Socket) => {

@@ -7,19 +7,29 @@ export type Backend = 'storage' | 'token store';
 export const READINESS_TIMEOUT_MS = 500;
 
 /**
+ * How long a readiness answer is reused. Readiness needs no token, so without it every request for it would cost a
+ * ping of each backend (a JWKS fetch from the identity provider, a storage and a Redis round trip): at most one check
+ * per window reaches the backends, however often readiness is asked.
+ */
+export const READINESS_REUSE_MS = 1000;
+
+/**
  * The backends that do not answer now, by name (never by address); empty when the service is ready. Every backend is
  * pinged in parallel, and the answer comes within `timeoutMs` whatever they do: a ping still running then counts as
  * not ready (a ping that throws too). A ping still running is shared by the checks that come meanwhile, so a hung
- * backend gets one ping at a time, however often readiness is asked.
+ * backend gets one ping at a time, however often readiness is asked; a check still running is shared too, and its
+ * answer is reused for `reuseMs` after it came.
  */
 export const checkReadiness = ({
   plants,
   tokens,
   timeoutMs = READINESS_TIMEOUT_MS,
+  reuseMs = READINESS_REUSE_MS,
 }: {
   readonly plants: PlantRepository;
   readonly tokens: TokenVerifier;
   readonly timeoutMs?: number;
+  readonly reuseMs?: number;
 }) => {
   const running = new Map<Backend, Promise<boolean>>();
   const answers = (backend: Backend, ping: () => Promise<{ readonly _tag: 'Left' | 'Right' }>): Promise<boolean> => {
@@ -35,7 +45,7 @@ export const checkReadiness = ({
     return pending;
   };
 
-  return async (): Promise<readonly Backend[]> => {
+  const check = async (): Promise<readonly Backend[]> => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);
@@ -52,5 +62,17 @@ export const checkReadiness = ({
     } finally {
       clearTimeout(timer);
     }
+  };
+
+  let checking: Promise<readonly Backend[]> | undefined;
+  let last: { readonly at: number; readonly down: readonly Backend[] } | undefined;
+  return (): Promise<readonly Backend[]> => {
+    if (last !== undefined && performance.now() - last.at < reuseMs) return Promise.resolve(last.down);
+    checking ??= check().then((down) => {
+      last = { at: performance.now(), down };
+      checking = undefined;
+      return down;
+    });
+    return checking;
   };
 };

@@ -69,6 +69,12 @@ export const variables = {
     fallback: defaultServerLimits.idleTimeoutMs,
     example: '60000',
   },
+  MAX_UNSENT_BYTES: {
+    name: 'MAX_UNSENT_BYTES',
+    read: readInteger(1024 * 1024, 64 * 1024 * 1024 * 1024),
+    fallback: defaultServerLimits.maxUnsentBytes,
+    example: '67108864',
+  },
   SHUTDOWN_TIMEOUT_MS: {
     name: 'SHUTDOWN_TIMEOUT_MS',
     read: readInteger(0, 600_000),

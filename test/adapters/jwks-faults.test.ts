@@ -6,6 +6,7 @@ import { freshOwner, left, right } from '../support/fixtures.js';
 import { startService } from '../support/http.js';
 import { startJwksServer, type JwksAnswer, type JwksServer } from '../support/jwks-server.js';
 import { suiteWith } from '../support/suites.js';
+import { openWire } from '../edge/wire.js';
 
 /**
  * AUTH=jwt with a JWKS URL whose answers the test controls. A key source that cannot answer with a key set (an error
@@ -134,6 +135,26 @@ test('over HTTP: a good token while the JWKS URL answers 500 is a 503 with Retry
     assert.is((ready.json() as { message: string }).message, 'not ready: token store does not answer');
   } finally {
     jwks.answer('keys');
+    await svc.close();
+  }
+});
+
+test('over HTTP: 200 back-to-back /readyz on one connection fetch the JWKS once a second at most (a reused answer)', async (ctx) => {
+  const { jwks, verifier } = subject(ctx);
+  const svc = await startService({ tokens: await verifier() });
+  const wire = await openWire(svc.port);
+  try {
+    const before = jwks.requests();
+    const started = performance.now();
+    for (let n = 1; n <= 200; n++) {
+      wire.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
+      assert.is((await wire.response(n)).status, 200);
+    }
+    // One fetch per READINESS_REUSE_MS (1 s) at most: the 200 took this many windows.
+    const windows = Math.ceil((performance.now() - started) / 1000);
+    assert.ok(jwks.requests() - before <= windows, `${jwks.requests() - before} fetches in ${windows} s`);
+  } finally {
+    wire.destroy();
     await svc.close();
   }
 });

@@ -55,11 +55,40 @@ test('a ping that throws is not ready, and the next check pings again', async ()
       return pings === 1 ? Promise.reject(new Error('index cannot be built')) : TE.right(undefined)();
     },
   };
-  const ready = checkReadiness({ plants, tokens: tokensFrom({}) });
+  const ready = checkReadiness({ plants, tokens: tokensFrom({}), reuseMs: 0 });
   assert.equal(await ready(), ['storage']);
   assert.equal(await ready(), []);
   assert.ok(E.isLeft(await downRepository.ping()), 'sanity: the down fake is down');
   assert.is(storageUnavailable._tag, 'StorageUnavailable');
+});
+
+/** A store that answers its pings at once, counting them. */
+const countingStore = () => {
+  let pings = 0;
+  const plants: PlantRepository = {
+    ...downRepository,
+    ping: () => {
+      pings += 1;
+      return TE.right(undefined)();
+    },
+  };
+  return { plants, pings: () => pings };
+};
+
+test('an answer is reused within the reuse window: 200 checks back to back ping each backend once', async () => {
+  const store = countingStore();
+  const ready = checkReadiness({ plants: store.plants, tokens: tokensFrom({}) });
+  for (let i = 0; i < 200; i++) assert.equal(await ready(), []);
+  assert.is(store.pings(), 1);
+});
+
+test('after the reuse window, the backends are pinged again', async () => {
+  const store = countingStore();
+  const ready = checkReadiness({ plants: store.plants, tokens: tokensFrom({}), reuseMs: 20 });
+  await ready();
+  await new Promise((r) => setTimeout(r, 40));
+  await ready();
+  assert.is(store.pings(), 2);
 });
 
 test.run();

@@ -34,6 +34,7 @@ test('no variables at all is the embedded default', () => {
       requestTimeoutMs: 30000,
       keepAliveTimeoutMs: 5000,
       idleTimeoutMs: 60000,
+      maxUnsentBytes: 67108864,
     },
     shutdownTimeoutMs: 10000,
     storage: { kind: 'memory', maxPlants: undefined },
@@ -94,6 +95,7 @@ test('the HTTP server limits are read from their variables', () => {
     REQUEST_TIMEOUT_MS: '5000',
     KEEP_ALIVE_TIMEOUT_MS: '65000',
     IDLE_TIMEOUT_MS: '15000',
+    MAX_UNSENT_BYTES: '8388608',
   });
   assert.equal(config.serverLimits, {
     maxConnections: 50,
@@ -103,7 +105,9 @@ test('the HTTP server limits are read from their variables', () => {
     requestTimeoutMs: 5000,
     keepAliveTimeoutMs: 65000,
     idleTimeoutMs: 15000,
+    maxUnsentBytes: 8388608,
   });
+  assert.match(failure({ MAX_UNSENT_BYTES: '1000' }), /^MAX_UNSENT_BYTES: must be an integer from 1048576/);
   assert.match(failure({ MAX_CONNECTIONS: '0' }), /^MAX_CONNECTIONS: must be an integer from 1 to 1000000/);
   assert.match(failure({ MAX_HEADER_SIZE: '100' }), /^MAX_HEADER_SIZE: must be an integer from 8192/);
   assert.is(

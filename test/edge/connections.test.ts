@@ -44,6 +44,24 @@ it('a connection with more pipelined requests unanswered than the limit is close
   }
 });
 
+it('a request asking for an Upgrade is answered and the connection closed, so nothing pipelined behind it goes unanswered', async (svc) => {
+  const wire = await openWire(svc.port);
+  try {
+    wire.write(
+      'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Request-Id: upgrade-1\r\n\r\n' +
+        `DELETE /plants/4242 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nX-Request-Id: upgrade-2\r\n\r\n`,
+    );
+    const first = await wire.response(1);
+    assert.is(first.status, 200);
+    assert.is(first.headers['x-request-id'], 'upgrade-1');
+    assert.is(first.headers['connection']?.toLowerCase(), 'close');
+    await wire.closed(3000);
+    assert.is(wire.responses().length, 1);
+  } finally {
+    wire.destroy();
+  }
+});
+
 test('connections beyond MAX_CONNECTIONS are closed at once; a freed slot serves again', async () => {
   const svc = await startService({}, { maxConnections: 8 });
   const wires: Wire[] = [];
@@ -114,6 +132,74 @@ test('a client that stops reading its responses is closed after IDLE_TIMEOUT_MS'
     assert.ok(wire.responses().length < 16, `${wire.responses().length} of 16 responses read`);
   } finally {
     wire.destroy();
+    await svc.close();
+  }
+});
+
+/** A service whose owner alice keeps 1000 plants of the largest size: a page of all of them is about 1.2 MB. */
+const withLargestPages = async (limits: Parameters<typeof startService>[1] = {}) => {
+  const plants = memoryPlantRepository();
+  const svc = await startService({ plants }, limits);
+  for (let id = 1; id <= 1000; id++) {
+    await right(plants.insert(svc.principal.alice.owner, aPlant(BigInt(id), '🌿'.repeat(200), '🌿'.repeat(100))));
+  }
+  const pages = (n: number) =>
+    `GET /plants?limit=1000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\n\r\n`.repeat(n);
+  const served = () => svc.logs().filter((l) => l['route'] === 'GET /plants').length;
+  return { svc, pages, served };
+};
+
+/** A client that sends `data` and reads nothing until `resume`; it counts what it then reads, and sees the close. */
+const nonReader = (port: number, data: string) => {
+  const socket = connect(port, '127.0.0.1');
+  socket.pause();
+  socket.on('error', () => undefined);
+  socket.on('connect', () => socket.write(data));
+  let closed = false;
+  socket.on('close', () => (closed = true));
+  return {
+    socket,
+    isClosed: () => closed,
+    resume: () => socket.on('data', () => undefined).resume(),
+  };
+};
+
+const until = async (check: () => boolean, ms: number): Promise<boolean> => {
+  const deadline = Date.now() + ms;
+  while (!check() && Date.now() < deadline) await sleep(50);
+  return check();
+};
+
+test('a pipelined request is not served while the response before it is still unsent to a client that does not read', async () => {
+  const { svc, pages, served } = await withLargestPages();
+  const client = nonReader(svc.port, pages(16));
+  try {
+    await sleep(1500);
+    // The kernel takes a few pages (its socket buffers); the rest wait for the client to read.
+    assert.ok(served() < 16, `${served()} of 16 pages produced for a client that reads none`);
+    client.resume();
+    assert.ok(await until(() => served() === 16, 20_000), `${served()} of 16 pages once the client reads`);
+  } finally {
+    client.socket.destroy();
+    await svc.close();
+  }
+});
+
+test('past MAX_UNSENT_BYTES in all, the connections holding unsent bytes longest are closed, and it is logged', async () => {
+  const { svc, pages } = await withLargestPages({ maxUnsentBytes: 1024 * 1024 });
+  const clients = [1, 2, 3, 4].map(() => nonReader(svc.port, pages(16)));
+  try {
+    const logged = () => svc.logs().some((l) => l['code'] === 'UNSENT_LIMIT');
+    assert.ok(await until(logged, 10_000), 'UNSENT_LIMIT logged');
+    // Reading again, a closed client ends at once; the others are sent their pages and stay open (keep-alive).
+    for (const c of clients) c.resume();
+    assert.ok(
+      await until(() => clients.some((c) => c.isClosed()), 2000),
+      'a connection holding unsent bytes is closed',
+    );
+    assert.is((await svc.call('GET', '/healthz')).status, 200);
+  } finally {
+    for (const c of clients) c.socket.destroy();
     await svc.close();
   }
 });

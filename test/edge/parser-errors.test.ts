@@ -31,6 +31,16 @@ it('two Content-Length values are 400', async (svc) => {
   assert.match(res.body, /Content-Length/);
 });
 
+it('two Authorization fields are 400, whichever tenants they name', async (svc) => {
+  const res = await expectFailure(
+    svc,
+    `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.bob}\r\nAuthorization: Bearer ${svc.token.alice}\r\n\r\n`,
+    400,
+    /^AUTHORIZATION$/,
+  );
+  assert.match(res.body, /Authorization/);
+});
+
 it('Content-Length together with Transfer-Encoding is 400', async (svc) => {
   await expectFailure(
     svc,
@@ -75,6 +85,20 @@ it('Expect: 100-continue still gets 100 Continue, then the real answer', async (
     const res = await wire.response(2);
     assert.is(res.status, 200);
     assert.is(res.body, '{"name":"Continued"}');
+  } finally {
+    wire.destroy();
+  }
+});
+
+it('Expect: 100-continue with a bad token is answered 401 without 100 Continue', async (svc) => {
+  const wire = await openWire(svc.port);
+  try {
+    wire.write(
+      'POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer not-a-known-token\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 30\r\nExpect: 100-continue\r\n\r\n',
+    );
+    const first = await wire.response(1);
+    assert.is(first.status, 401);
   } finally {
     wire.destroy();
   }

@@ -19,7 +19,7 @@ export const createPlantHandler =
     const principal = await authorize(req, res, createPlantScope);
     if (principal === undefined) return;
     if (!isJsonContentType(req.headers['content-type'])) return fail(req, res, { _tag: 'UnsupportedMediaType' });
-    const bytes = await readBody(req, bodyLimit);
+    const bytes = await readBody(req, res, bodyLimit);
     if (bytes === undefined) return; // the client went away
     // Plain checks rather than E.flatMap: fp-ts's data-first `dual` copies `arguments` into an array on every call.
     if (E.isLeft(bytes)) return fail(req, res, bytes.left);

@@ -1,9 +1,9 @@
 import type { Server } from 'node:http';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
-import { createHttpApp, type HttpSettings } from '../adapters/http/app.js';
-import { exactDispatch } from '../adapters/http/exact-dispatch.js';
-import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/server.js';
+import { createHttpApp, type HttpSettings } from '../adapters/http/api/app.js';
+import { exactDispatch } from '../adapters/http/api/exact-dispatch.js';
+import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/transport/server.js';
 import type { Application } from '../application/application.js';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';

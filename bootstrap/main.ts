@@ -5,10 +5,10 @@ import { onStopSignal } from './signals.js';
 import { getHeapStatistics } from 'node:v8';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
-import { corsPolicy } from '../adapters/http/cors.js';
-import { defaultServerLimits, requestsInFlight } from '../adapters/http/server.js';
+import { corsPolicy } from '../adapters/http/api/cors.js';
+import { defaultServerLimits, requestsInFlight } from '../adapters/http/transport/server.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
-import { metricsServer } from '../adapters/http/metrics.js';
+import { metricsServer } from '../adapters/http/api/metrics.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
 import {
   backendObserver,

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
-import type { Application } from '../../application/application.js';
-import { requireScope, type Principal, type Scope } from '../../domain/principal.js';
+import type { Application } from '../../../application/application.js';
+import { requireScope, type Principal, type Scope } from '../../../domain/principal.js';
 import { bearerToken } from './auth.js';
 import type { Exchange, Responder } from './respond.js';
 

@@ -1,12 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import type { Request } from 'polka';
-import type { RateDecision } from '../../application/application.js';
-import type { Logger } from '../../application/ports/logger.js';
+import type { RateDecision } from '../../../application/application.js';
+import type { Logger } from '../../../application/ports/logger.js';
 import { rejectionReason } from './auth-log.js';
 import type { CorsPolicy } from './cors.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
 import type { HttpMetrics } from './metrics.js';
-import { requestIdFrom } from './request-id.js';
+import { requestIdFrom } from '../transport/request-id.js';
 
 /** What the edge keeps about one exchange, for its headers and its log line. */
 export interface Exchange extends Request {

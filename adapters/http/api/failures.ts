@@ -1,9 +1,9 @@
-import type { InvalidToken, StorageFull, StorageUnavailable, AuthUnavailable } from '../../application/errors.js';
-import type { RateDecision } from '../../application/application.js';
-import type { RateLimited } from '../../application/use-cases/admit-request.js';
-import type { QuotaUsage } from '../../application/use-cases/create-plant.js';
-import type { FieldRuleBroken, PlantConflict, PlantNotFound, QuotaExceeded } from '../../domain/errors.js';
-import type { MissingScope } from '../../domain/principal.js';
+import type { InvalidToken, StorageFull, StorageUnavailable, AuthUnavailable } from '../../../application/errors.js';
+import type { RateDecision } from '../../../application/application.js';
+import type { RateLimited } from '../../../application/use-cases/admit-request.js';
+import type { QuotaUsage } from '../../../application/use-cases/create-plant.js';
+import type { FieldRuleBroken, PlantConflict, PlantNotFound, QuotaExceeded } from '../../../domain/errors.js';
+import type { MissingScope } from '../../../domain/principal.js';
 
 /** Failures that only exist at the HTTP edge. */
 export type HttpFailure =

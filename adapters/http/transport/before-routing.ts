@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { toResponse, type HttpFailure } from './failures.js';
+import { toResponse, type HttpFailure } from '../api/failures.js';
 import type { ServerLimits } from './server-limits.js';
 
 /** What is checked and answered before a request reaches the routes: its target, its Host, the parser's errors. */

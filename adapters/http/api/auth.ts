@@ -1,4 +1,4 @@
-import { isBearerToken, TOKEN_MAX } from '../../domain/credentials.js';
+import { isBearerToken, TOKEN_MAX } from '../../../domain/credentials.js';
 
 export { TOKEN_MAX };
 const SCHEME = 'bearer';

@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { isLosslessNumber, LosslessNumber } from 'lossless-json';
-import type { HttpFailure } from './failures.js';
+import type { HttpFailure } from '../api/failures.js';
 
 /**
  * The linear walks over a JSON body's text that JSON.parse does not do (see json.ts): the pre-scan that bounds it

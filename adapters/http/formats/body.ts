@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
-import type { HttpFailure } from './failures.js';
+import type { HttpFailure } from '../api/failures.js';
 
 type BodyFailure = Extract<HttpFailure, { _tag: 'UnsupportedMediaType' | 'PayloadTooLarge' | 'MalformedBody' }>;
 

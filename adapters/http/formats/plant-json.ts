@@ -1,4 +1,4 @@
-import type { Plant } from '../../domain/plant.js';
+import type { Plant } from '../../../domain/plant.js';
 
 /**
  * The characters JSON.stringify would not copy as they are: a quote, a backslash, U+0000 to U+001F, and surrogates

@@ -1,9 +1,9 @@
 import * as E from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { isLosslessNumber } from 'lossless-json';
-import type { FieldRuleBroken } from '../../domain/errors.js';
-import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../domain/plant.js';
-import type { ListPlantsQuery } from '../../application/use-cases/list-plants.js';
+import type { FieldRuleBroken } from '../../../domain/errors.js';
+import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
+import type { ListPlantsQuery } from '../../../application/use-cases/list-plants.js';
 import { decodeCursor } from './cursor.js';
 
 /**

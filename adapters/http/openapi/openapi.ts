@@ -1,10 +1,10 @@
-import { INT64_MAX, INT64_MIN } from '../../domain/int64.js';
-import { NAME_MAX, TAG_MAX, type PlantId } from '../../domain/plant.js';
-import { PAGE_DEFAULT, PAGE_MAX } from '../../application/use-cases/list-plants.js';
-import { TOKEN_MAX } from './auth.js';
-import { RETRY_AFTER_SECONDS } from './failures.js';
-import { JSON_LIMITS } from './json.js';
-import { encodeCursor } from './cursor.js';
+import { INT64_MAX, INT64_MIN } from '../../../domain/int64.js';
+import { NAME_MAX, TAG_MAX, type PlantId } from '../../../domain/plant.js';
+import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plants.js';
+import { TOKEN_MAX } from '../api/auth.js';
+import { RETRY_AFTER_SECONDS } from '../api/failures.js';
+import { JSON_LIMITS } from '../formats/json.js';
+import { encodeCursor } from '../formats/cursor.js';
 import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
 
 /**
@@ -411,7 +411,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
   },
 });
 
-/** What Node's HTTP parser and the server may answer before routing, on any operation (adapters/http/server.ts). */
+/** What Node's HTTP parser and the server may answer before routing, on any operation (adapters/http/transport/server.ts). */
 const HTTP_FAILURES: Readonly<Record<string, { readonly $ref: string }>> = {
   '400': { $ref: '#/components/responses/MalformedRequest' },
   '408': { $ref: '#/components/responses/RequestTimeout' },

@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js';
-import { PlantId } from '../../domain/plant.js';
+import { PlantId } from '../../../domain/plant.js';
 
 /**
  * The opaque `cursor` of a next link: base64url (no padding) of "1:" and the last id served. Only the canonical

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Logger } from '../../application/ports/logger.js';
+import type { Logger } from '../../../application/ports/logger.js';
 import {
   badFields,
   failureFields,
@@ -10,7 +10,7 @@ import {
   type ParserError,
 } from './before-routing.js';
 import { connectionStates, lingering, type Connection } from './connections.js';
-import { toResponse, type HttpFailure } from './failures.js';
+import { toResponse, type HttpFailure } from '../api/failures.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
 

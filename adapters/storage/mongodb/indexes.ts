@@ -222,37 +222,42 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     if (found.slots === '') {
       // The slot index is missing (a new collection, a dropped index or collection, or data from before slots).
       await collection.deleteMany({ owner: OLD_SENTINEL_OWNER }, { writeConcern });
-      const mended = await mendSlotless();
-      // A rebuilt index gets a name of its own, so that every other process notices (see recheck) and drops its maps.
-      const name = `${SLOT_SPEC.name}_${Date.now().toString(36)}`;
+      let slotless = await mendSlotless();
+      let duplicates = 0;
+      // Mended slots are outside plants that the maps of running processes do not know of. A rebuild that mended some
+      // names the index anew, so that every other process notices (see `look`) and drops its maps. (Legacy plants
+      // mended at a first start need no new name: no process holds a map before its first build.)
+      const name = () =>
+        duplicates > 0 || (slotless > 0 && slotGeneration !== undefined)
+          ? `${SLOT_SPEC.name}_${Date.now().toString(36)}`
+          : SLOT_SPEC.name;
+      const cannot = (e: MongoServerError) =>
+        refuse(
+          `the quota's index on {owner: 1, slot: 1} cannot be built (${brief(e.errmsg ?? e.message)}); drop any other index on {owner: 1, slot: 1} and the service builds its own`,
+        );
       try {
-        await createSlotIndex(name);
+        await createSlotIndex(name());
       } catch (e) {
         if (isUnavailable(e) || !(e instanceof MongoServerError)) throw e;
-        const duplicates = await mendDuplicateSlots();
-        const slotless = await mendSlotless();
-        if (duplicates + slotless > 0)
-          logger.warn(
-          { storage: 'mongodb', index: SLOT_SPEC.name, namespace: options.namespace },
-          `storage: mended ${duplicates + slotless} plants whose slots were shared or missing, so that the quota's ` +
-            `index can be built; they are kept and count against their owners' quotas`,
-        );
-        try {
-          await createSlotIndex(name);
-        } catch (again) {
-          if (isUnavailable(again) || !(again instanceof MongoServerError)) throw again;
-          // Another process built it meanwhile under another name: that is as good.
-          if ((await inspect()).slots === '') {
-            refuse(
-              `the quota's index on {owner: 1, slot: 1} cannot be built (${brief(again.errmsg ?? again.message)}); drop any other index on {owner: 1, slot: 1} and the service builds its own`,
-            );
+        // Another process may have built it meanwhile (under another name): that is as good.
+        if ((await inspect()).slots === '') {
+          if (!isDuplicateKey(e)) cannot(e);
+          duplicates = await mendDuplicateSlots();
+          slotless += await mendSlotless();
+          try {
+            await createSlotIndex(name());
+          } catch (again) {
+            if (isUnavailable(again) || !(again instanceof MongoServerError)) throw again;
+            if ((await inspect()).slots === '') cannot(again);
           }
         }
       }
-      if (mended > 0) {
+      if (duplicates + slotless > 0) {
         logger.warn(
           { storage: 'mongodb', index: SLOT_SPEC.name, namespace: options.namespace },
-          `storage: gave ${mended} plants written before the quota's bookkeeping a slot outside every quota; they count against their owners' quotas`,
+          `storage: gave ${slotless} plants without a slot (written before the quota's bookkeeping) and ${duplicates} ` +
+            `plants sharing one (written while the quota's index was missing) a slot outside every quota, so that ` +
+            `the index can be built; they are kept and count against their owners' quotas`,
         );
       }
       const after = await inspect();

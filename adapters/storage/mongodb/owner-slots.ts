@@ -95,16 +95,25 @@ export class OwnerMap {
 
   static of(max: number, holders: readonly SlotHolder[]): OwnerMap {
     const map = new OwnerMap(max);
+    map.fill(holders);
+    return map;
+  }
+
+  /** Replaces what the map knows with what a load read. */
+  fill(holders: readonly SlotHolder[]): void {
+    this.taken.clear();
+    this.outside.clear();
+    this.outsideCount = 0;
     for (const holder of holders) {
       const slot = slotNumber(holder.slot);
       // A duplicate inside slot (left by a dropped index) is one plant too many there: it must move like an outside one.
-      if (slot !== undefined && slot < max && !map.taken.has(slot)) map.taken.add(slot);
+      if (slot !== undefined && slot < this.max && !this.taken.has(slot)) this.taken.add(slot);
       else {
-        map.outsideCount++;
-        if (map.outside.size < max) map.outside.set(String(holder._id), holder);
+        this.outsideCount++;
+        if (this.outside.size < this.max) this.outside.set(String(holder._id), holder);
       }
     }
-    return map;
+    this.bytes = 200 + (this.taken.size + this.outside.size) * BYTES_PER_ENTRY;
   }
 
   /** The owner's plants as this process knows them. */
@@ -112,9 +121,8 @@ export class OwnerMap {
     return this.taken.size + this.outsideCount;
   }
 
-  get bytes(): number {
-    return 200 + (this.taken.size + this.outside.size) * BYTES_PER_ENTRY;
-  }
+  /** Heap bytes this map holds, roughly, as of its load (creates since then add at most up to the bound). */
+  bytes = 0;
 
   /** Takes a free inside slot, picked at random (concurrent creates in other processes rarely pick the same). */
   reserve(): number | undefined {
@@ -153,26 +161,26 @@ export interface OwnerSlotsOptions {
 }
 
 export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
-  /** Owner -> map, least recently used first. */
-  const maps = new Map<string, OwnerMap>();
+  /** Owner -> map and its weight when remembered, least recently used first. */
+  const maps = new Map<string, { readonly map: OwnerMap; readonly weight: number }>();
   let bytes = 0;
   const loading = new Map<string, Promise<OwnerMap>>();
 
   const remember = (owner: string, map: OwnerMap) => {
     forget(owner);
-    maps.set(owner, map);
+    maps.set(owner, { map, weight: map.bytes });
     bytes += map.bytes;
     for (const [oldest, old] of maps) {
       if (bytes <= options.budgetBytes || oldest === owner) break;
       maps.delete(oldest);
-      bytes -= old.bytes;
+      bytes -= old.weight;
     }
   };
-  const forget = (owner: string) => {
+  const forget = (owner: string): void => {
     const old = maps.get(owner);
     if (old === undefined) return;
     maps.delete(owner);
-    bytes -= old.bytes;
+    bytes -= old.weight;
   };
 
   /** Loads the owner's map; concurrent creates of one owner share one load. */
@@ -195,18 +203,18 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
   };
 
   const mapOf = (owner: string, max: number): Promise<OwnerMap> => {
-    const map = maps.get(owner);
-    if (map === undefined || map.max !== max) return load(owner, max);
+    const entry = maps.get(owner);
+    if (entry === undefined || entry.map.max !== max) return load(owner, max);
     maps.delete(owner); // most recently used now
-    maps.set(owner, map);
-    return Promise.resolve(map);
+    maps.set(owner, entry);
+    return Promise.resolve(entry.map);
   };
 
   /**
    * Moves the owner's loaded outside plants into free inside slots, in one round trip per round. Exactness does not
    * depend on the moves succeeding: a plant left outside keeps the owner from being admitted.
    */
-  const moveInside = (map: OwnerMap): Promise<void> => {
+  const moveInside = (owner: string, map: OwnerMap): Promise<void> => {
     map.admitting ??= (async () => {
       for (let round = 0; round < 4 && map.outside.size > 0; round++) {
         const moves: Array<{ holder: SlotHolder; slot: number }> = [];
@@ -218,9 +226,10 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
         if (moves.length === 0) return;
         const moved = await store.move(moves.map(({ holder, slot }) => ({ _id: holder._id, slot })));
         moves.forEach(({ holder }, i) => {
-          // A slot that was taken stays marked taken (another plant holds it); the plant stays outside.
           if (moved[i] === true && map.outside.delete(String(holder._id))) map.outsideCount--;
         });
+        // A slot was taken: by another plant, or by this very plant moved by another process. Only a load tells.
+        if (moved.some((m) => !m)) map.fill(await store.load(owner, map.max));
       }
     })().finally(() => {
       map.admitting = undefined;
@@ -229,8 +238,8 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
   };
 
   /** Whether the owner, as far as `map` knows, may create now; moves outside plants in first. */
-  const admit = async (map: OwnerMap): Promise<number | undefined> => {
-    if (map.outsideCount > 0) await moveInside(map);
+  const admit = async (owner: string, map: OwnerMap): Promise<number | undefined> => {
+    if (map.outsideCount > 0) await moveInside(owner, map);
     return map.outsideCount === 0 ? map.reserve() : undefined;
   };
 
@@ -251,7 +260,7 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     let collisions = 0;
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
-      const slot = await admit(map);
+      const slot = await admit(owner, map);
       if (slot === undefined) {
         // Looks full: the plant stored under the id answers first; then, at most once per fullRecheckMs, look again.
         const stored = await store.find(owner, plant);
@@ -306,7 +315,7 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
 
   /** A plant of the owner in that slot was deleted through this process: its room is free at once. */
   const freed = (owner: string, slot: unknown): void => {
-    const map = maps.get(owner);
+    const map = maps.get(owner)?.map;
     if (map === undefined) return;
     const n = slotNumber(slot);
     // An outside plant may or may not be in what was loaded: load again rather than guess the count.

@@ -258,13 +258,18 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     if (!Number.isFinite(max)) return insertUnbounded(owner, plant, check, giveUpAt);
     let map = await mapOf(owner, max);
     let collisions = 0;
+    let lookedUp = false;
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
       const slot = await admit(owner, map);
       if (slot === undefined) {
-        // Looks full: the plant stored under the id answers first; then, at most once per fullRecheckMs, look again.
-        const stored = await store.find(owner, plant);
-        if (stored !== undefined) return { _tag: 'Exists', stored, count: map.count };
+        // Looks full: the plant stored under the id answers first (looked up once per call: the answer is as of that
+        // look); then, at most once per fullRecheckMs, look again at the owner's slots.
+        if (!lookedUp) {
+          lookedUp = true;
+          const stored = await store.find(owner, plant);
+          if (stored !== undefined) return { _tag: 'Exists', stored, count: map.count };
+        }
         if (Date.now() - map.fullCheckedAt < options.fullRecheckMs) {
           return { _tag: 'OwnerFull', count: Math.max(map.count, max) };
         }

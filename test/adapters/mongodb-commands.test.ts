@@ -44,11 +44,11 @@ const backends: Array<{ name: string; setup: Setup<{ server: RunningServer }> }>
 const commandsOf = async (store: MongodbPlantRepository, run: () => Promise<unknown>): Promise<string[]> => {
   const seen: string[] = [];
   const listener = (e: CommandStartedEvent) => seen.push(e.commandName);
-  store.client.on('commandStarted', listener);
+  for (const client of [store.client, store.slotClient]) client.on('commandStarted', listener);
   try {
     await run();
   } finally {
-    store.client.off('commandStarted', listener);
+    for (const client of [store.client, store.slotClient]) client.off('commandStarted', listener);
   }
   return seen;
 };

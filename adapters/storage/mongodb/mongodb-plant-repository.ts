@@ -29,6 +29,12 @@ export interface MongoOptions {
   readonly slotCacheBytes?: number;
   /** Least time between two loads of an owner that looks full (default 1 s). */
   readonly fullRecheckMs?: number;
+  /**
+   * Bound on one load of an owner's slots (default 30 s). A load outlives the request that started it: on FerretDB's
+   * SQLite handler it reads the whole collection, which can take longer than a request may wait, and the requests
+   * after it need its answer. It runs on a connection pool of its own, whose socket timeout is this bound.
+   */
+  readonly slotLoadTimeoutMs?: number;
   /** Emit the driver's command monitoring events on `client` (tests count round trips with them). */
   readonly monitorCommands?: boolean;
 }
@@ -125,6 +131,8 @@ export interface MongodbPlantRepository {
   readonly close: () => Promise<void>;
   /** The driver's client, for its monitoring events (bootstrap logs the reason of a failed heartbeat). */
   readonly client: MongoClient;
+  /** The client that loads owners' slots (its own pool, see `slotLoadTimeoutMs`), for command monitoring. */
+  readonly slotClient: MongoClient;
 }
 
 /**
@@ -152,6 +160,20 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   });
   const db = client.db(options.db);
   const collection: Collection<PlantDocument> = db.collection<PlantDocument>(COLLECTION);
+  const loadTimeoutMs = options.slotLoadTimeoutMs ?? 30_000;
+  const loadClient = new MongoClient(options.uri, {
+    useBigInt64: true,
+    serverSelectionTimeoutMS: timeoutMs,
+    connectTimeoutMS: timeoutMs,
+    socketTimeoutMS: loadTimeoutMs,
+    waitQueueTimeoutMS: loadTimeoutMs,
+    maxPoolSize: 4,
+    retryReads: true,
+    monitorCommands: options.monitorCommands ?? false,
+    appName: 'plant-store-slots',
+  });
+  let loadConnected: Promise<unknown> | undefined;
+  const loadCollection = loadClient.db(options.db).collection<PlantDocument>(COLLECTION);
   const writeConcern: WriteConcernSettings = {
     w: options.writeConcern,
     journal: options.journal,
@@ -166,11 +188,21 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   };
 
   const slotStore: SlotStore = {
-    load: (owner, max) =>
-      collection
+    load: async (owner, max) => {
+      // Connected explicitly, as the main client is (see ensureReady).
+      loadConnected ??= loadClient.connect().catch((e: unknown) => {
+        loadConnected = undefined;
+        throw e;
+      });
+      await loadConnected;
+      return loadCollection
         // One reply for an owner within its bound (no getMore); an owner above it (a lowered bound) takes more.
-        .find({ owner }, { projection: { _id: 1, slot: 1 }, batchSize: Math.min(max + 1, 100_000), maxTimeMS })
-        .toArray(),
+        .find(
+          { owner },
+          { projection: { _id: 1, slot: 1 }, batchSize: Math.min(max + 1, 100_000), maxTimeMS: loadTimeoutMs },
+        )
+        .toArray();
+    },
     insert: async (owner, p, slot) => {
       const doc: PlantDocument =
         p.tag === undefined
@@ -295,13 +327,14 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   return {
     repository,
     client,
+    slotClient: loadClient,
     // Bounded: with a server that hangs, the driver's close would wait for its own timeouts (ending sessions on the
     // server). Operations still in flight fail with the driver's closed-client errors, which are 503s.
     close: async () => {
       clearInterval(recheckTimer);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        client.close().catch(() => undefined),
+        Promise.all([client.close().catch(() => undefined), loadClient.close().catch(() => undefined)]),
         new Promise<void>((resolve) => {
           timer = setTimeout(resolve, Math.min(CLOSE_BOUND_MS, timeoutMs));
         }),

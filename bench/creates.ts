@@ -154,11 +154,9 @@ try {
         for (const owner of adapterOwners) {
           const t0 = performance.now();
           const plant: Plant = { id: 999_999n as PlantId, name: 'first' as PlantName };
-          const outcome = await store.repository.insert(owner as Owner, plant, QUOTA)();
-          if (outcome._tag === 'Left') {
-            // The request's deadline passed while the load ran; the load goes on and the next create finds it.
-            await new Promise((r) => setTimeout(r, 100));
-            await store.repository.insert(owner as Owner, plant, QUOTA)();
+          // Until it is stored: a request may give up (503) while the load goes on; the next one finds its answer.
+          while ((await store.repository.insert(owner as Owner, plant, QUOTA)())._tag === 'Left') {
+            if (performance.now() - t0 > 120_000) throw new Error(`no create stored for ${owner} within 2 min`);
           }
           cold.push(performance.now() - t0);
         }

@@ -166,7 +166,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     serverSelectionTimeoutMS: timeoutMs,
     connectTimeoutMS: timeoutMs,
     socketTimeoutMS: loadTimeoutMs,
-    waitQueueTimeoutMS: loadTimeoutMs,
+    waitQueueTimeoutMS: timeoutMs,
     maxPoolSize: 4,
     retryReads: true,
     monitorCommands: options.monitorCommands ?? false,
@@ -233,6 +233,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   const slots = ownerSlots(slotStore, {
     budgetBytes: options.slotCacheBytes ?? 64 * 1024 * 1024,
     fullRecheckMs: options.fullRecheckMs ?? 1000,
+    joinLoadWithinMs: timeoutMs,
   });
 
   const index = uniqueIndexes(db.collection(COLLECTION), {

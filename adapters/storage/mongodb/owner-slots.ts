@@ -69,7 +69,9 @@ export interface SlotStore {
   /** The plant stored under that owner and id, if any. */
   readonly find: (owner: string, plant: Plant) => Promise<Plant | undefined>;
   /** Moves each plant (by `_id`) to its slot, in one round trip; answers, per move, whether the slot was free. */
-  readonly move: (moves: ReadonlyArray<{ readonly _id: unknown; readonly slot: number }>) => Promise<readonly boolean[]>;
+  readonly move: (
+    moves: ReadonlyArray<{ readonly _id: unknown; readonly slot: number }>,
+  ) => Promise<readonly boolean[]>;
 }
 
 const slotNumber = (slot: unknown): number | undefined => {
@@ -91,10 +93,14 @@ export class OwnerMap {
   /** The moves of outside plants running now: one at a time per owner, shared by concurrent creates. */
   admitting: Promise<void> | undefined;
 
-  constructor(readonly max: number) {}
+  /** `epoch`: which generation of the slots (see `forgetAll`) this map was loaded in. */
+  constructor(
+    readonly max: number,
+    readonly epoch = 0,
+  ) {}
 
-  static of(max: number, holders: readonly SlotHolder[]): OwnerMap {
-    const map = new OwnerMap(max);
+  static of(max: number, holders: readonly SlotHolder[], epoch = 0): OwnerMap {
+    const map = new OwnerMap(max, epoch);
     map.fill(holders);
     return map;
   }
@@ -158,13 +164,20 @@ export interface OwnerSlotsOptions {
   readonly budgetBytes: number;
   /** Least time between two loads of an owner that looks full. */
   readonly fullRecheckMs: number;
+  /**
+   * A load running longer than this is not joined: a new one starts (one per this time at most), so that a load held
+   * up by a connection that died does not hold the owner's creates until its own bound.
+   */
+  readonly joinLoadWithinMs: number;
 }
 
 export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
   /** Owner -> map and its weight when remembered, least recently used first. */
   const maps = new Map<string, { readonly map: OwnerMap; readonly weight: number }>();
   let bytes = 0;
-  const loading = new Map<string, Promise<OwnerMap>>();
+  const loading = new Map<string, { readonly startedAt: number; readonly map: Promise<OwnerMap> }>();
+  /** Counts `forgetAll`s: a map loaded across one may predate mended slots, and is loaded again. */
+  let epoch = 0;
 
   const remember = (owner: string, map: OwnerMap) => {
     forget(owner);
@@ -186,19 +199,25 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
   /** Loads the owner's map; concurrent creates of one owner share one load. */
   const load = (owner: string, max: number): Promise<OwnerMap> => {
     const key = `${max}:${owner}`;
-    let pending = loading.get(key);
-    if (pending === undefined) {
-      pending = store
-        .load(owner, max)
-        .then((holders) => {
-          const map = OwnerMap.of(max, holders);
-          map.fullCheckedAt = Date.now(); // as fresh as a look at an owner that looks full
-          remember(owner, map);
-          return map;
-        })
-        .finally(() => loading.delete(key));
-      loading.set(key, pending);
-    }
+    const running = loading.get(key);
+    if (running !== undefined && Date.now() - running.startedAt <= options.joinLoadWithinMs) return running.map;
+    const pending: Promise<OwnerMap> = (async () => {
+      for (;;) {
+        const started = epoch;
+        const holders = await store.load(owner, max);
+        if (started === epoch) return holders;
+      }
+    })()
+      .then((holders) => {
+        const map = OwnerMap.of(max, holders, epoch);
+        map.fullCheckedAt = Date.now(); // as fresh as a look at an owner that looks full
+        remember(owner, map);
+        return map;
+      })
+      .finally(() => {
+        if (loading.get(key)?.map === pending) loading.delete(key);
+      });
+    loading.set(key, { startedAt: Date.now(), map: pending });
     return pending;
   };
 
@@ -261,6 +280,7 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     let lookedUp = false;
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
+      if (map.epoch !== epoch) map = await load(owner, max); // the slots were mended since this map was loaded
       const slot = await admit(owner, map);
       if (slot === undefined) {
         // Looks full: the plant stored under the id answers first (looked up once per call: the answer is as of that
@@ -331,6 +351,7 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
 
   /** Drops every map (after the service mended slots or rebuilt the slot index). */
   const forgetAll = (): void => {
+    epoch++;
     maps.clear();
     bytes = 0;
   };

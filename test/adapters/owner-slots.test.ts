@@ -1,6 +1,11 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { attemptOfKeyPattern, OUTSIDE_FROM, outsideSlot, OwnerMap } from '../../adapters/storage/mongodb/owner-slots.js';
+import {
+  attemptOfKeyPattern,
+  OUTSIDE_FROM,
+  outsideSlot,
+  OwnerMap,
+} from '../../adapters/storage/mongodb/owner-slots.js';
 
 /** The pieces of the MongoDB quota (owner-slots.ts) that need no server; the rest runs in the storage contract. */
 const test = suite('owner-slots: the map of an owner and duplicate keys');

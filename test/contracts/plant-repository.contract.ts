@@ -60,7 +60,13 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
   const repo = (ctx: Parameters<typeof subject>[0]): PlantRepository => subject(ctx).repo;
   const peers = (ctx: Parameters<typeof subject>[0]) => subject(ctx).peers;
   /** `n` creates of distinct ids from `first`, all at once, spread over the instances in turn. */
-  const concurrentCreates = (instances: readonly PlantRepository[], owner: Owner, first: bigint, n: number, max: number) =>
+  const concurrentCreates = (
+    instances: readonly PlantRepository[],
+    owner: Owner,
+    first: bigint,
+    n: number,
+    max: number,
+  ) =>
     Promise.all(
       Array.from({ length: n }, (_, i) =>
         right((instances[i % instances.length] as PlantRepository).insert(owner, aPlant(first + BigInt(i)), max)),
@@ -285,7 +291,8 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
     assert.is(outcomes.filter((o) => o._tag === 'Inserted').length, 3);
     const kept = await stored(ctx, owner);
     assert.is(kept.length, 6);
-    for (const id of [-3n, -2n, -1n]) assert.ok(kept.includes(id as PlantId), `plant ${id} from before the bound is kept`);
+    for (const id of [-3n, -2n, -1n])
+      assert.ok(kept.includes(id as PlantId), `plant ${id} from before the bound is kept`);
   });
 
   test('a bound turned on below what an owner keeps: every concurrent create is refused with the count, and nothing is lost', async (ctx) => {
@@ -294,7 +301,11 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
     const outcomes = await concurrentCreates(peers(ctx), owner, 100n, 20, 6);
     for (const o of outcomes) assert.equal(o, { _tag: 'OwnerFull', count: 8 });
     assert.is((await stored(ctx, owner)).length, 8);
-    assert.equal(await right(repo(ctx).insert(owner, aPlant(-1n), 6)), { _tag: 'Exists', stored: aPlant(-1n), count: 8 });
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(-1n), 6)), {
+      _tag: 'Exists',
+      stored: aPlant(-1n),
+      count: 8,
+    });
   });
 
   test('a bound raised: an owner at the old bound creates up to the new one, exactly, under concurrency', async (ctx) => {

@@ -117,8 +117,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     const indexes = await listed();
     const slots = indexes
       .filter(
-        (i) =>
-          String(i['name']).startsWith(SLOT_SPEC.name) && sameKey(i['key'], SLOT_SPEC.key) && i['unique'] === true,
+        (i) => String(i['name']).startsWith(SLOT_SPEC.name) && sameKey(i['key'], SLOT_SPEC.key) && i['unique'] === true,
       )
       .map((i) => String(i['name']))
       .sort()
@@ -159,9 +158,11 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     for (let i = 0; i < ids.length; i += MEND_BATCH) {
       await Promise.all(
         ids.slice(i, i + MEND_BATCH).map((_id) =>
-          collection.updateOne({ _id: _id as ObjectId }, { $set: { slot: outsideSlot() } }, { writeConcern }).catch((e: unknown) => {
-            if (!isDuplicateKey(e)) throw e;
-          }),
+          collection
+            .updateOne({ _id: _id as ObjectId }, { $set: { slot: outsideSlot() } }, { writeConcern })
+            .catch((e: unknown) => {
+              if (!isDuplicateKey(e)) throw e;
+            }),
         ),
       );
     }
@@ -262,7 +263,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
       }
       const after = await inspect();
       if (after.idProblem !== undefined) refuse(after.idProblem);
-      if (after.slots === '') refuse('the quota\'s index on {owner: 1, slot: 1} was not built; see the server\'s log');
+      if (after.slots === '') refuse("the quota's index on {owner: 1, slot: 1} was not built; see the server's log");
       slotGeneration = after.slots;
       options.onSlotsChanged();
     } else slotGeneration = found.slots;

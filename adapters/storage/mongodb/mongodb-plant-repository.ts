@@ -195,13 +195,15 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         throw e;
       });
       await loadConnected;
-      return loadCollection
-        // One reply for an owner within its bound (no getMore); an owner above it (a lowered bound) takes more.
-        .find(
-          { owner },
-          { projection: { _id: 1, slot: 1 }, batchSize: Math.min(max + 1, 100_000), maxTimeMS: loadTimeoutMs },
-        )
-        .toArray();
+      return (
+        loadCollection
+          // One reply for an owner within its bound (no getMore); an owner above it (a lowered bound) takes more.
+          .find(
+            { owner },
+            { projection: { _id: 1, slot: 1 }, batchSize: Math.min(max + 1, 100_000), maxTimeMS: loadTimeoutMs },
+          )
+          .toArray()
+      );
     },
     insert: async (owner, p, slot) => {
       const doc: PlantDocument =

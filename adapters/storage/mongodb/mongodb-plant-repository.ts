@@ -235,7 +235,8 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   const slots = ownerSlots(slotStore, {
     budgetBytes: options.slotCacheBytes ?? 64 * 1024 * 1024,
     fullRecheckMs: options.fullRecheckMs ?? 1000,
-    joinLoadWithinMs: timeoutMs,
+    // A load on FerretDB/SQLite may take a few storage timeouts (it reads the whole collection); a held one, longer.
+    joinLoadWithinMs: 5 * timeoutMs,
   });
 
   const index = uniqueIndexes(db.collection(COLLECTION), {

@@ -220,9 +220,10 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     // on an existing index of the same name): read back what is there.
     const found = await inspect();
     if (found.idProblem !== undefined) refuse(found.idProblem);
+    // What the previous version kept beside the plants: its sentinel and any probes left (one command per build).
+    await collection.deleteMany({ owner: OLD_SENTINEL_OWNER }, { writeConcern });
     if (found.slots === '') {
       // The slot index is missing (a new collection, a dropped index or collection, or data from before slots).
-      await collection.deleteMany({ owner: OLD_SENTINEL_OWNER }, { writeConcern });
       let slotless = await mendSlotless();
       let duplicates = 0;
       // Mended slots are outside plants that the maps of running processes do not know of. A rebuild that mended some

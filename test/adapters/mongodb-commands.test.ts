@@ -66,7 +66,7 @@ for (const backend of backends) {
     const store = mongodbPlantRepository({
       uri,
       db,
-      timeoutMs: 10_000,
+      timeoutMs: 30_000,
       writeConcern: 'majority',
       journal: true,
       logger: pino({ level: 'silent' }),

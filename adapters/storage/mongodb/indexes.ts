@@ -47,8 +47,11 @@ export interface Indexes {
    * the backoff has passed).
    */
   readonly ensure: () => Promise<void>;
-  /** Looks again whether the indexes are still there, at most once per `recheckMs`, and puts back what is missing. */
-  readonly recheck: () => Promise<void>;
+  /**
+   * Looks again whether the indexes are still there and puts back what is missing: at most once per `recheckMs`, or
+   * now with `now` (the service's timer, which runs every `recheckMs`: so drift is noticed within that interval).
+   */
+  readonly recheck: (now?: boolean) => Promise<void>;
 }
 
 type State =
@@ -304,8 +307,8 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     await ensure();
   };
 
-  const recheck = (): Promise<void> => {
-    if (state.kind !== 'ok' || Date.now() - state.checkedAt < options.recheckMs) return ensure();
+  const recheck = (now = false): Promise<void> => {
+    if (state.kind !== 'ok' || (!now && Date.now() - state.checkedAt < options.recheckMs)) return ensure();
     rechecking ??= look().finally(() => {
       rechecking = undefined;
     });

@@ -324,8 +324,11 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'storage not reachable yet; will retry on demand');
   });
 
-  // A running service notices a dropped collection (and its index) without waiting for a request to ask.
-  const recheckTimer = setInterval(() => void index.recheck().catch(() => undefined), options.indexRecheckMs ?? 30_000);
+  // A running service notices a dropped index or collection within indexRecheckMs, without a request asking.
+  const recheckTimer = setInterval(
+    () => void index.recheck(true).catch(() => undefined),
+    options.indexRecheckMs ?? 30_000,
+  );
   recheckTimer.unref();
 
   return {

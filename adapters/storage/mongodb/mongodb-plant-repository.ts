@@ -235,8 +235,6 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   const slots = ownerSlots(slotStore, {
     budgetBytes: options.slotCacheBytes ?? 64 * 1024 * 1024,
     fullRecheckMs: options.fullRecheckMs ?? 1000,
-    // A load on FerretDB/SQLite may take a few storage timeouts (it reads the whole collection); a held one, longer.
-    joinLoadWithinMs: 5 * timeoutMs,
   });
 
   const index = uniqueIndexes(db.collection(COLLECTION), {

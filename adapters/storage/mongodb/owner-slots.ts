@@ -164,18 +164,13 @@ export interface OwnerSlotsOptions {
   readonly budgetBytes: number;
   /** Least time between two loads of an owner that looks full. */
   readonly fullRecheckMs: number;
-  /**
-   * A load running longer than this is not joined: a new one starts (one per this time at most), so that a load held
-   * up by a connection that died does not hold the owner's creates until its own bound.
-   */
-  readonly joinLoadWithinMs: number;
 }
 
 export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
   /** Owner -> map and its weight when remembered, least recently used first. */
   const maps = new Map<string, { readonly map: OwnerMap; readonly weight: number }>();
   let bytes = 0;
-  const loading = new Map<string, { readonly startedAt: number; readonly map: Promise<OwnerMap> }>();
+  const loading = new Map<string, Promise<OwnerMap>>();
   /** Counts `forgetAll`s: a map loaded across one may predate mended slots, and is loaded again. */
   let epoch = 0;
 
@@ -196,11 +191,14 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     bytes -= old.weight;
   };
 
-  /** Loads the owner's map; concurrent creates of one owner share one load. */
+  /**
+   * Loads the owner's map; concurrent creates of one owner share one load, which outlives the requests that wait for
+   * it (bounded by its own time limit, see the repository's `slotLoadTimeoutMs`).
+   */
   const load = (owner: string, max: number): Promise<OwnerMap> => {
     const key = `${max}:${owner}`;
     const running = loading.get(key);
-    if (running !== undefined && Date.now() - running.startedAt <= options.joinLoadWithinMs) return running.map;
+    if (running !== undefined) return running;
     const pending: Promise<OwnerMap> = (async () => {
       for (;;) {
         const started = epoch;
@@ -215,9 +213,9 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
         return map;
       })
       .finally(() => {
-        if (loading.get(key)?.map === pending) loading.delete(key);
+        loading.delete(key);
       });
-    loading.set(key, { startedAt: Date.now(), map: pending });
+    loading.set(key, pending);
     return pending;
   };
 

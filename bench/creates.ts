@@ -77,7 +77,7 @@ const seed = async (owner: string, n: number) => {
 };
 
 /**
- * Creates of one target within a round, rotating over `OWNERS` owners: each takes `PER_OWNER` creates, then the next
+ * Creates of one target within a round, rotating over its owners: each takes `PER_OWNER` creates, then the next
  * one, so that the fill stays between the case's and that plus `PER_OWNER` (the quota is never reached).
  */
 const PER_OWNER = 2400;

@@ -4,9 +4,10 @@ import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plan
 import type { PlantId } from '../../domain/plant.js';
 import { plantRepositoryContract } from '../contracts/plant-repository.contract.js';
 import { aPlant, freshOwner, left, right } from '../support/fixtures.js';
+import { memoryUnderTest } from '../support/storage-backends.js';
 import { suite } from 'uvu';
 
-plantRepositoryContract('memory', async () => ({ repo: memoryPlantRepository(), teardown: async () => {} }));
+plantRepositoryContract('memory', async () => memoryUnderTest());
 
 const test = suite('memory store: the total bound (MEMORY_MAX_PLANTS)');
 

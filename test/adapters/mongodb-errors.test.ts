@@ -19,7 +19,7 @@ import {
 } from 'mongodb';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isUnavailable, UNAVAILABLE_CODES } from '../../adapters/storage/mongodb/mongodb-errors.js';
+import { isDuplicateKey, isUnavailable, UNAVAILABLE_CODES } from '../../adapters/storage/mongodb/mongodb-errors.js';
 
 /**
  * The MongoDB adapter's classifier, over the driver's own error classes constructed directly: what means "the store
@@ -133,6 +133,16 @@ test('a class merely named like an unavailability error is not taken for one', (
   assert.not.ok(isUnavailable(new MongoNetworkSettingsError('bad network settings')));
   class NetworkTimeoutError extends Error {}
   assert.not.ok(isUnavailable(new NetworkTimeoutError('not from the driver')));
+});
+
+test("a duplicate key is MongoDB's 11000, or FerretDB's InternalError carrying SQLite's or PostgreSQL's unique violation", () => {
+  const server = (code: number, errmsg: string) => new MongoServerError({ ok: 0, code, errmsg });
+  assert.ok(isDuplicateKey(server(11000, 'E11000 duplicate key error collection: db.plants')));
+  assert.ok(isDuplicateKey(server(1, "constraint failed: UNIQUE constraint failed: index 'p_b' (2067)")));
+  assert.ok(isDuplicateKey(server(1, 'ERROR: could not create unique index "p_b_idx" (SQLSTATE 23505)')));
+  assert.not.ok(isDuplicateKey(server(1, 'ERROR: relation "p" does not exist (SQLSTATE 42P01)')));
+  assert.not.ok(isDuplicateKey(server(2, 'UNIQUE constraint failed')), 'only within an InternalError');
+  assert.not.ok(isDuplicateKey(new Error('E11000 duplicate key')), 'only a server error');
 });
 
 test.run();

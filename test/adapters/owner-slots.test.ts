@@ -1,68 +1,52 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { attemptOfKeyPattern, coalescing } from '../../adapters/storage/mongodb/owner-slots.js';
+import {
+  attemptOfKeyPattern,
+  OUTSIDE_FROM,
+  outsideSlot,
+  OwnerMap,
+} from '../../adapters/storage/mongodb/owner-slots.js';
 
 /** The pieces of the MongoDB quota (owner-slots.ts) that need no server; the rest runs in the storage contract. */
-const test = suite('owner-slots: shared reads and duplicate keys');
+const test = suite('owner-slots: the map of an owner and duplicate keys');
 
-/** A read that records each call's asks and resolves when the test says so. */
-const controlledRead = () => {
-  const calls: Array<{ asks: readonly string[]; resolve: (n: number) => void }> = [];
-  const read = (asks: readonly string[]) => new Promise<number>((resolve) => calls.push({ asks: [...asks], resolve }));
-  return { calls, shared: coalescing<string, number>(read) };
-};
-const tick = () => new Promise((r) => setImmediate(r));
+const holders = (...slots: unknown[]) => slots.map((slot, i) => ({ _id: `doc${i}`, slot }));
 
-test('a caller with nothing running reads at once', async () => {
-  const { calls, shared } = controlledRead();
-  const answer = shared('owner', 'a');
-  assert.equal(
-    calls.map((c) => c.asks),
-    [['a']],
-  );
-  calls[0]?.resolve(7);
-  assert.is(await answer, 7);
+test('slots below the bound are inside; slots at or above it, missing or not counts are outside', () => {
+  const map = OwnerMap.of(5, holders(0, 4, 5, 2 ** 48, undefined, -1, 'x', 3n));
+  assert.equal([...map.taken].sort(), [0, 3, 4]);
+  assert.is(map.outsideCount, 5);
+  assert.is(map.outside.size, 5);
+  assert.is(map.count, 8);
 });
 
-test('callers arriving while a read runs share the next read, never the running one', async () => {
-  const { calls, shared } = controlledRead();
-  const first = shared('owner', 'a');
-  const later = [shared('owner', 'b'), shared('owner', 'c')];
-  assert.is(calls.length, 1, 'the later callers wait for the running read to settle');
-  calls[0]?.resolve(1);
-  assert.is(await first, 1);
-  await tick();
-  assert.equal(
-    calls.map((c) => c.asks),
-    [['a'], ['b', 'c']],
-    'one read for both, started after they arrived',
-  );
-  calls[1]?.resolve(2);
-  assert.equal(await Promise.all(later), [2, 2]);
+test('of plants that share an inside slot (left by a dropped index), all but one count as outside', () => {
+  const map = OwnerMap.of(5, holders(1, 1, 1));
+  assert.equal([...map.taken], [1]);
+  assert.is(map.outsideCount, 2);
 });
 
-test('reads of different keys do not wait for one another', async () => {
-  const { calls, shared } = controlledRead();
-  void shared('a', 'x');
-  void shared('b', 'y');
-  assert.equal(
-    calls.map((c) => c.asks),
-    [['x'], ['y']],
-  );
+test('at most the bound of outside plants is remembered, all of them are counted', () => {
+  const map = OwnerMap.of(3, holders(...Array.from({ length: 10 }, (_, i) => OUTSIDE_FROM + i)));
+  assert.is(map.outside.size, 3);
+  assert.is(map.outsideCount, 10);
 });
 
-test('a failed read fails its callers only; the next caller reads again', async () => {
-  const reads: string[][] = [];
-  const shared = coalescing<string, number>(async (asks) => {
-    reads.push([...asks]);
-    if (reads.length === 1) throw new Error('down');
-    return 3;
-  });
-  await shared('owner', 'a').then(
-    () => assert.unreachable('the first read failed'),
-    (e: Error) => assert.is(e.message, 'down'),
-  );
-  assert.is(await shared('owner', 'b'), 3);
+test('reserve hands out every free inside slot once, then none', () => {
+  const map = OwnerMap.of(20, holders(3, 7));
+  const got = Array.from({ length: 18 }, () => map.reserve());
+  assert.is(new Set(got).size, 18);
+  for (const slot of got) assert.ok(slot !== undefined && slot >= 0 && slot < 20 && slot !== 3 && slot !== 7);
+  assert.is(map.reserve(), undefined);
+  map.release(got[0] as number);
+  assert.is(map.reserve(), got[0]);
+});
+
+test('an outside slot lies above every bound the configuration allows', () => {
+  for (let i = 0; i < 100; i++) {
+    const slot = outsideSlot();
+    assert.ok(Number.isSafeInteger(slot) && slot >= OUTSIDE_FROM && slot < 2 * OUTSIDE_FROM);
+  }
 });
 
 test('a duplicate key names the slot index only when MongoDB says so; FerretDB says nothing', () => {

@@ -7,7 +7,30 @@ import { suiteWith, type Setup } from '../support/suites.js';
 
 export interface RepositoryUnderTest {
   readonly repo: PlantRepository;
+  /**
+   * Three instances of the adapter on one store, as three service processes have (`repo` first). Memory storage
+   * serves one process: its three are the one repository.
+   */
+  readonly peers: readonly [PlantRepository, PlantRepository, PlantRepository];
+  /** What happens to a store behind the adapter's back, for the transitions the bound must survive. */
+  readonly drift: StoreDrift;
   readonly teardown: () => Promise<void>;
+}
+
+export interface StoreDrift {
+  /** Drops the index that bounds an owner's plants, under the running instances (memory storage has none). */
+  readonly dropQuotaIndex: () => Promise<void>;
+  /** Resolves once every instance has had the time to notice what was dropped, and the indexes are back. */
+  readonly indexesBack: () => Promise<void>;
+  /**
+   * A store of its own that already holds the owner's plants as a version from before the quota's bookkeeping wrote
+   * them (MongoDB: documents without a slot, under the (owner, id) index only; memory: plants stored without a
+   * bound), and three instances just started on it.
+   */
+  readonly legacyStore: (
+    owner: Owner,
+    plants: readonly Plant[],
+  ) => Promise<{ readonly peers: readonly PlantRepository[]; readonly teardown: () => Promise<void> }>;
 }
 
 /** How a storage adapter is set up for the suite, or the reason it cannot run on this machine (skipped). */
@@ -35,6 +58,21 @@ const ids = (plants: readonly Plant[]) => plants.map((p) => p.id);
 export const plantRepositoryContract = (adapter: string, setup: RepositorySetup): void => {
   const { test, subject, run } = suiteWith(`PlantRepository contract [${adapter}]`, setup);
   const repo = (ctx: Parameters<typeof subject>[0]): PlantRepository => subject(ctx).repo;
+  const peers = (ctx: Parameters<typeof subject>[0]) => subject(ctx).peers;
+  /** `n` creates of distinct ids from `first`, all at once, spread over the instances in turn. */
+  const concurrentCreates = (
+    instances: readonly PlantRepository[],
+    owner: Owner,
+    first: bigint,
+    n: number,
+    max: number,
+  ) =>
+    Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        right((instances[i % instances.length] as PlantRepository).insert(owner, aPlant(first + BigInt(i)), max)),
+      ),
+    );
+  const stored = async (ctx: Parameters<typeof subject>[0], owner: Owner) => ids(await readAll(repo(ctx), owner, 1000));
 
   test('an inserted plant is read back exactly, with and without a tag', async (ctx) => {
     const owner = freshOwner();
@@ -230,15 +268,118 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
     assert.equal(await right(repo(ctx).insert(owner, aPlant(7n), 3)), { _tag: 'OwnerFull', count: 3 });
   });
 
-  test('of 50 concurrent inserts of distinct ids at a bound of 10, exactly 10 store', async (ctx) => {
+  test('of 50 concurrent inserts of distinct ids at a bound of 10, over three instances, exactly 10 store', async (ctx) => {
     const owner = freshOwner();
-    const outcomes = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => right(repo(ctx).insert(owner, aPlant(BigInt(i)), 10))),
-    );
+    const outcomes = await concurrentCreates(peers(ctx), owner, 0n, 50, 10);
     const inserted = outcomes.flatMap((o, i) => (o._tag === 'Inserted' ? [BigInt(i)] : []));
     assert.is(inserted.length, 10);
-    for (const o of outcomes) if (o._tag !== 'Inserted') assert.equal(o, { _tag: 'OwnerFull', count: 10 });
+    for (const o of outcomes) assert.ok(o._tag === 'Inserted' || o._tag === 'OwnerFull', JSON.stringify(o));
     assert.equal(ids((await right(repo(ctx).page(owner, undefined, 100))).plants), inserted);
+  });
+
+  test('of 50 concurrent inserts at a bound of 10 in one instance, the refused ones see the count 10', async (ctx) => {
+    const owner = freshOwner();
+    const outcomes = await concurrentCreates([repo(ctx)], owner, 0n, 50, 10);
+    assert.is(outcomes.filter((o) => o._tag === 'Inserted').length, 10);
+    for (const o of outcomes) if (o._tag !== 'Inserted') assert.equal(o, { _tag: 'OwnerFull', count: 10 });
+  });
+
+  test('a bound turned on over plants stored without one: of 20 concurrent creates over three instances, exactly enough store to reach it', async (ctx) => {
+    const owner = freshOwner();
+    for (const id of [1n, 2n, 3n]) await right(repo(ctx).insert(owner, aPlant(-id)));
+    const outcomes = await concurrentCreates(peers(ctx), owner, 100n, 20, 6);
+    assert.is(outcomes.filter((o) => o._tag === 'Inserted').length, 3);
+    const kept = await stored(ctx, owner);
+    assert.is(kept.length, 6);
+    for (const id of [-3n, -2n, -1n])
+      assert.ok(kept.includes(id as PlantId), `plant ${id} from before the bound is kept`);
+  });
+
+  test('a bound turned on below what an owner keeps: every concurrent create is refused with the count, and nothing is lost', async (ctx) => {
+    const owner = freshOwner();
+    for (let id = 1n; id <= 8n; id++) await right(repo(ctx).insert(owner, aPlant(-id)));
+    const outcomes = await concurrentCreates(peers(ctx), owner, 100n, 20, 6);
+    for (const o of outcomes) assert.equal(o, { _tag: 'OwnerFull', count: 8 });
+    assert.is((await stored(ctx, owner)).length, 8);
+    assert.equal(await right(repo(ctx).insert(owner, aPlant(-1n), 6)), {
+      _tag: 'Exists',
+      stored: aPlant(-1n),
+      count: 8,
+    });
+  });
+
+  test('a bound raised: an owner at the old bound creates up to the new one, exactly, under concurrency', async (ctx) => {
+    const owner = freshOwner();
+    await concurrentCreates(peers(ctx), owner, 0n, 10, 5);
+    assert.is((await stored(ctx, owner)).length, 5);
+    const outcomes = await concurrentCreates(peers(ctx), owner, 100n, 30, 12);
+    assert.is(outcomes.filter((o) => o._tag === 'Inserted').length, 7);
+    assert.is((await stored(ctx, owner)).length, 12);
+  });
+
+  test('a bound lowered from 100 to 10: an owner of 19 keeps them, is refused, and once deleted down to 9 of 20 concurrent creates one stores', async (ctx) => {
+    const owner = freshOwner();
+    await concurrentCreates(peers(ctx), owner, 0n, 19, 100);
+    assert.is((await stored(ctx, owner)).length, 19);
+    const refused = await concurrentCreates(peers(ctx), owner, 100n, 20, 10);
+    for (const o of refused) assert.equal(o._tag, 'OwnerFull');
+    assert.is((await stored(ctx, owner)).length, 19, 'kept over the lowered bound');
+    for (let id = 0n; id < 10n; id++) assert.ok(await right(repo(ctx).remove(owner, id as PlantId)));
+    const outcomes = await concurrentCreates(peers(ctx), owner, 200n, 20, 10);
+    assert.is(outcomes.filter((o) => o._tag === 'Inserted').length, 1);
+    assert.is((await stored(ctx, owner)).length, 10);
+  });
+
+  test('plants written before the quota existed: counted, kept, and of concurrent creates over three fresh instances exactly enough store', async (ctx) => {
+    const owner = freshOwner();
+    const legacy = Array.from({ length: 8 }, (_, i) => aPlant(BigInt(i + 1), `legacy ${i + 1}`));
+    const store = await subject(ctx).drift.legacyStore(owner, legacy);
+    try {
+      const [first] = store.peers as [PlantRepository];
+      const refused = await concurrentCreates(store.peers, owner, 100n, 20, 5);
+      for (const o of refused) assert.equal(o, { _tag: 'OwnerFull', count: 8 });
+      assert.equal(await readAll(first, owner, 3), legacy, 'every legacy plant is served');
+      assert.equal(await right(first.insert(owner, aPlant(1n, 'legacy 1'), 5)), {
+        _tag: 'Exists',
+        stored: aPlant(1n, 'legacy 1'),
+        count: 8,
+      });
+      for (let id = 1n; id <= 4n; id++) assert.ok(await right(first.remove(owner, id as PlantId)));
+      const outcomes = await concurrentCreates(store.peers, owner, 200n, 20, 5);
+      assert.is(outcomes.filter((o) => o._tag === 'Inserted').length, 1);
+      assert.is((await readAll(first, owner, 1000)).length, 5);
+    } finally {
+      await store.teardown();
+    }
+  });
+
+  test('the quota index dropped under running instances: noticed and rebuilt, then of 50 concurrent creates at 10 enough store to reach 10', async (ctx) => {
+    const owner = freshOwner();
+    await concurrentCreates(peers(ctx), owner, 0n, 3, 10);
+    await subject(ctx).drift.dropQuotaIndex();
+    await subject(ctx).drift.indexesBack();
+    const outcomes = await concurrentCreates(peers(ctx), owner, 100n, 50, 10);
+    assert.is(outcomes.filter((o) => o._tag === 'Inserted').length, 7);
+    assert.is((await stored(ctx, owner)).length, 10);
+  });
+
+  test('plants created while the quota index was missing are all kept, and once it is back the owner never grows past the bound or what it kept', async (ctx) => {
+    const owner = freshOwner();
+    await subject(ctx).drift.dropQuotaIndex();
+    const during = await concurrentCreates(peers(ctx), owner, 0n, 30, 10);
+    const acknowledged = during.flatMap((o, i) => (o._tag === 'Inserted' ? [BigInt(i)] : []));
+    await subject(ctx).drift.indexesBack();
+    const kept = await stored(ctx, owner);
+    for (const id of acknowledged) assert.ok(kept.includes(id as PlantId), `acknowledged plant ${id} is kept`);
+    const ceiling = Math.max(10, kept.length);
+    await concurrentCreates(peers(ctx), owner, 100n, 30, 10);
+    assert.is((await stored(ctx, owner)).length, ceiling);
+    // Deleting below the bound gives room again, up to the bound and no further.
+    const now = await stored(ctx, owner);
+    for (const id of now.slice(0, now.length - 8)) assert.ok(await right(repo(ctx).remove(owner, id)));
+    const after = await concurrentCreates(peers(ctx), owner, 200n, 30, 10);
+    assert.is(after.filter((o) => o._tag === 'Inserted').length, 2);
+    assert.is((await stored(ctx, owner)).length, 10);
   });
 
   test('concurrent inserts and removes at the bound never leave the owner more than its bound', async (ctx) => {

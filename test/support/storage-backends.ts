@@ -1,8 +1,17 @@
 import { randomUUID } from 'node:crypto';
+import { MongoClient } from 'mongodb';
 import { pino } from 'pino';
+import type { PlantRepository } from '../../application/ports/plant-repository.js';
+import type { Owner, Plant } from '../../domain/plant.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
-import { mongodbPlantRepository } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
-import type { RepositorySetup, RepositoryUnderTest } from '../contracts/plant-repository.contract.js';
+import {
+  COLLECTION,
+  INDEX_NAME,
+  mongodbPlantRepository,
+  SLOT_INDEX_NAME,
+} from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import type { RepositorySetup, RepositoryUnderTest, StoreDrift } from '../contracts/plant-repository.contract.js';
+import { right } from './fixtures.js';
 import { ferretDbBinary, postgresBinaries, sharedFerretDb, sharedFerretDbOnPostgres } from '../../harness/servers.js';
 
 /**
@@ -16,15 +25,112 @@ export interface StorageBackend {
 
 const quiet = pino({ level: 'silent' });
 
+/** How often the contract's MongoDB instances check their indexes (a running service: every 30 s). */
+const CONTRACT_RECHECK_MS = 100;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const instancesOn = (uri: string, db: string, count: number) =>
+  Array.from({ length: count }, () =>
+    mongodbPlantRepository({
+      uri,
+      db,
+      timeoutMs: 2000,
+      writeConcern: 'majority',
+      journal: true,
+      logger: quiet,
+      indexRecheckMs: CONTRACT_RECHECK_MS,
+    }),
+  );
+
+/** The contract's MongoDB subject: three adapter instances on a database of their own, as three processes. */
+const mongoPeers = async (uri: string): Promise<RepositoryUnderTest> => {
+  const db = `plantstore_test_${randomUUID().slice(0, 8)}`;
+  const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 2000, useBigInt64: true });
+  const stores = instancesOn(uri, db, 3);
+  const peers = stores.map((s) => s.repository) as [PlantRepository, PlantRepository, PlantRepository];
+  const indexes = async (name: string) =>
+    (await admin.db(name).collection(COLLECTION).listIndexes().toArray()).map((i) => String(i['name']));
+  const drift: StoreDrift = {
+    dropQuotaIndex: async () => {
+      for (const name of await indexes(db)) {
+        if (name.startsWith(SLOT_INDEX_NAME)) await admin.db(db).collection(COLLECTION).dropIndex(name);
+      }
+    },
+    indexesBack: async () => {
+      const until = Date.now() + 10_000;
+      for (;;) {
+        const names = await indexes(db);
+        if (names.includes(INDEX_NAME) && names.some((n) => n.startsWith(SLOT_INDEX_NAME))) break;
+        if (Date.now() > until) throw new Error('the indexes did not come back within 10 s');
+        await sleep(CONTRACT_RECHECK_MS);
+      }
+      // Every instance has looked at least once since (its timer, or its readiness check).
+      await sleep(3 * CONTRACT_RECHECK_MS);
+      for (const peer of peers) await right(peer.ping);
+    },
+    legacyStore: async (owner: Owner, plants: readonly Plant[]) => {
+      const legacyDb = `plantstore_legacy_${randomUUID().slice(0, 8)}`;
+      const collection = admin.db(legacyDb).collection(COLLECTION);
+      // What the version before the quota wrote: the (owner, id) index, and plants without a slot.
+      await collection.createIndex({ owner: 1, id: 1 }, { unique: true, name: INDEX_NAME });
+      await collection.insertMany(
+        plants.map((p) => ({ owner, id: p.id, name: p.name, ...(p.tag === undefined ? {} : { tag: p.tag }) })),
+      );
+      const legacy = instancesOn(uri, legacyDb, 3);
+      return {
+        peers: legacy.map((s) => s.repository),
+        teardown: async () => {
+          await Promise.all(legacy.map((s) => s.close()));
+          await admin.db(legacyDb).dropDatabase();
+        },
+      };
+    },
+  };
+  return {
+    repo: peers[0],
+    peers,
+    drift,
+    teardown: async () => {
+      await Promise.all(stores.map((s) => s.close()));
+      await admin
+        .db(db)
+        .dropDatabase()
+        .catch(() => undefined);
+      await admin.close();
+    },
+  };
+};
+
+/** Memory storage as the contract sees it: one repository (one process), nothing to drift. */
+export const memoryUnderTest = (): RepositoryUnderTest => {
+  const repo = memoryPlantRepository();
+  return {
+    repo,
+    peers: [repo, repo, repo],
+    drift: {
+      dropQuotaIndex: async () => {},
+      indexesBack: async () => {},
+      legacyStore: async (owner, plants) => {
+        const legacy = memoryPlantRepository();
+        for (const p of plants) await right(legacy.insert(owner, p));
+        return { peers: [legacy, legacy, legacy], teardown: async () => {} };
+      },
+    },
+    teardown: async () => {},
+  };
+};
+
 /** A MongoDB adapter on a database of its own, dropped afterwards. */
-export const mongoRepository = async (uri: string, timeoutMs = 2000): Promise<RepositoryUnderTest & { db: string }> => {
+export const mongoRepository = async (
+  uri: string,
+  timeoutMs = 2000,
+): Promise<{ repo: PlantRepository; db: string; teardown: () => Promise<void> }> => {
   const db = `plantstore_test_${randomUUID().slice(0, 8)}`;
   const store = mongodbPlantRepository({ uri, db, timeoutMs, writeConcern: 'majority', journal: true, logger: quiet });
   return {
     db,
     repo: store.repository,
     teardown: async () => {
-      const { MongoClient } = await import('mongodb');
       const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 2000 });
       await admin
         .db(db)
@@ -39,10 +145,10 @@ export const mongoRepository = async (uri: string, timeoutMs = 2000): Promise<Re
 export const storageBackends = (): StorageBackend[] => {
   const ferret = ferretDbBinary();
   const backends: StorageBackend[] = [
-    { name: 'memory', setup: async () => ({ repo: memoryPlantRepository(), teardown: async () => {} }) },
+    { name: 'memory', setup: async () => memoryUnderTest() },
     {
       name: 'mongodb on FerretDB',
-      setup: 'skip' in ferret ? ferret : async () => mongoRepository((await sharedFerretDb(ferret.bin)).uri),
+      setup: 'skip' in ferret ? ferret : async () => mongoPeers((await sharedFerretDb(ferret.bin)).uri),
     },
     {
       name: 'mongodb on FerretDB/PostgreSQL',
@@ -50,12 +156,12 @@ export const storageBackends = (): StorageBackend[] => {
         if ('skip' in ferret) return ferret;
         const pg = postgresBinaries();
         if ('skip' in pg) return pg;
-        return async () => mongoRepository((await sharedFerretDbOnPostgres(ferret.bin, pg)).uri);
+        return async () => mongoPeers((await sharedFerretDbOnPostgres(ferret.bin, pg)).uri);
       })(),
     },
   ];
   const real = process.env['MONGODB_URI'];
   if (real !== undefined && real !== '')
-    backends.push({ name: 'mongodb on MONGODB_URI', setup: () => mongoRepository(real) });
+    backends.push({ name: 'mongodb on MONGODB_URI', setup: () => mongoPeers(real) });
   return backends;
 };

@@ -340,7 +340,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       },
       'Quota-Used': {
         description:
-          "How many plants the caller's owner keeps, as counted while this request was served (creates of the same owner running at the same time may not be included yet). Present with Quota-Limit.",
+          "How many plants the caller's owner keeps, as counted by the service process that served this request (creates of the same owner running at the same time, or served by another process since it last counted, may not be included yet). Present with Quota-Limit.",
         schema: { type: 'string', pattern: '^[0-9]+$' },
       },
     },
@@ -354,7 +354,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
       ),
       ForbiddenOrQuotaExceeded: error(
-        'Either the token lacks the scope plants:write: `WWW-Authenticate: Bearer realm="plants", error="insufficient_scope", scope="plants:write"`; or the caller\'s owner already keeps as many plants as its quota allows (MAX_PLANTS_PER_OWNER): no WWW-Authenticate, Quota-Limit and Quota-Used give the figures, `message` starts with "quota:", and nothing was stored. A retried create of a plant already stored still answers 200, and deleting a plant frees room at once.',
+        'Either the token lacks the scope plants:write: `WWW-Authenticate: Bearer realm="plants", error="insufficient_scope", scope="plants:write"`; or the caller\'s owner already keeps as many plants as its quota allows (MAX_PLANTS_PER_OWNER): no WWW-Authenticate, Quota-Limit and Quota-Used give the figures, `message` starts with "quota:", and nothing was stored. A retried create of a plant already stored still answers 200, and deleting a plant frees room at once (with several service processes on MongoDB, within a second on the others).',
         {
           'WWW-Authenticate': {
             description: 'Present when the scope is missing; absent when the quota is exceeded.',

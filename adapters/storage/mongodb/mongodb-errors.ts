@@ -114,3 +114,15 @@ export const isUnavailable = (e: unknown): boolean => {
   if (e instanceof MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
   return e instanceof MongoServerError && UNAVAILABLE_CODES.has(Number(e.code));
 };
+
+/**
+ * True when a unique index refused a write or an index build: MongoDB's DuplicateKey (11000). FerretDB 1.24 answers
+ * 11000 for an insert, but an update or an index build refused by the backend's own unique constraint comes back as
+ * an InternalError (code 1) carrying the backend's message: SQLite's "UNIQUE constraint failed", PostgreSQL's
+ * SQLSTATE 23505 (unique_violation). Those two texts are matched whole, as FerretDB's handlers pass them on.
+ */
+export const isDuplicateKey = (e: unknown): boolean => {
+  if (!(e instanceof MongoServerError)) return false;
+  if (Number(e.code) === 11000) return true;
+  return Number(e.code) === 1 && /UNIQUE constraint failed|\(SQLSTATE 23505\)/.test(e.errmsg ?? e.message);
+};

@@ -2,16 +2,16 @@ import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import * as t from 'io-ts';
-import { MongoClient, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
+import { MongoClient, MongoServerError, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
 import { storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
 import { NO_PLANT_LIMIT, type PlantPage, type PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
-import { isUnavailable, writeConcernUnavailable } from './mongodb-errors.js';
-import { attemptOfKeyPattern, ownerSlots, probeSlot, type SlotAttempt } from './owner-slots.js';
-import { INDEX_NAME, IndexUnusable, SENTINEL_ID, SENTINEL_OWNER, uniqueIndex } from './unique-index.js';
+import { isDuplicateKey, isUnavailable } from './mongodb-errors.js';
+import { attemptOfKeyPattern, ownerSlots, type SlotStore } from './owner-slots.js';
+import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, uniqueIndexes } from './indexes.js';
 
-export { INDEX_NAME };
+export { INDEX_NAME, INDEX_SPECS, SLOT_INDEX_NAME };
 
 export interface MongoOptions {
   readonly uri: string;
@@ -21,17 +21,30 @@ export interface MongoOptions {
   readonly writeConcern: 'majority' | number;
   readonly journal: boolean;
   readonly logger: Logger;
-  /** How often a running service checks that the unique index is still there (default 30 s). */
+  /** How often a running service checks that the unique indexes are still there (default 30 s). */
   readonly indexRecheckMs?: number;
   /** First wait before asking again for an index the server refused; doubles up to 60 s (default 1 s). */
   readonly indexRetryMs?: number;
+  /** Heap bytes for the owners' slot maps (owner-slots.ts; default 64 MiB). */
+  readonly slotCacheBytes?: number;
+  /** Least time between two loads of an owner that looks full (default 1 s). */
+  readonly fullRecheckMs?: number;
+  /**
+   * Bound on one load of an owner's slots (default 30 s). A load outlives the request that started it: on FerretDB's
+   * SQLite handler it reads the whole collection, which can take longer than a request may wait, and the requests
+   * after it need its answer. It runs on a connection pool of its own, whose socket timeout is this bound.
+   */
+  readonly slotLoadTimeoutMs?: number;
+  /** Emit the driver's command monitoring events on `client` (tests count round trips with them). */
+  readonly monitorCommands?: boolean;
 }
 
 /**
- * The stored document: one per plant, unique on (owner, id), `id` a BSON int64. `_id` is the driver's ObjectId, new
- * for every create: a delete names the exact document it decided to delete by `_id`, so a delete that reaches the
- * server late can never remove a plant created again under that id afterwards (which has another `_id`). A derived
- * `_id` would not do: FerretDB deletes and updates by first reading the matching `_id`s, then writing by `_id`.
+ * The stored document: one per plant, unique on (owner, id) and on (owner, slot), `id` a BSON int64. `_id` is the
+ * driver's ObjectId, new for every create: a delete names the exact document it decided to delete by `_id`, so a
+ * delete that reaches the server late can never remove a plant created again under that id afterwards (which has
+ * another `_id`). A derived `_id` would not do: FerretDB deletes and updates by first reading the matching `_id`s,
+ * then writing by `_id`.
  */
 interface PlantDocument {
   _id?: ObjectId;
@@ -44,25 +57,6 @@ interface PlantDocument {
 }
 
 export const COLLECTION = 'plants';
-const DUPLICATE_KEY = 11000;
-
-/** What the server answers to an `insert` command (write errors and write concern errors are in the answer). */
-const InsertReply = t.intersection([
-  t.type({ n: t.number }),
-  t.partial({
-    writeErrors: t.array(
-      t.intersection([t.type({ index: t.number, code: t.number }), t.partial({ keyPattern: t.unknown })]),
-    ),
-    writeConcernError: t.type({ code: t.number }),
-  }),
-]);
-
-/** The write was applied but the write concern did not confirm it (in time): outcome unknown, unless misconfigured. */
-class WriteConcernUnconfirmed extends Error {
-  constructor(readonly code: number) {
-    super(`write concern not confirmed (code ${code})`);
-  }
-}
 
 /** Anything read back is decoded again: a document that breaks a domain rule is a fault, not a plant. */
 const StoredPlant = t.intersection([
@@ -93,10 +87,7 @@ interface Call {
 }
 
 const unavailable = (e: unknown): boolean =>
-  e instanceof DeadlineExceeded ||
-  e instanceof IndexUnusable ||
-  (e instanceof WriteConcernUnconfirmed && writeConcernUnavailable(e.code)) ||
-  isUnavailable(e);
+  e instanceof DeadlineExceeded || e instanceof IndexUnusable || isUnavailable(e);
 
 /**
  * Runs a driver call under a hard deadline and turns unavailability into StorageUnavailable. At the deadline the
@@ -140,6 +131,8 @@ export interface MongodbPlantRepository {
   readonly close: () => Promise<void>;
   /** The driver's client, for its monitoring events (bootstrap logs the reason of a failed heartbeat). */
   readonly client: MongoClient;
+  /** The client that loads owners' slots (its own pool, see `slotLoadTimeoutMs`), for command monitoring. */
+  readonly slotClient: MongoClient;
 }
 
 /**
@@ -159,19 +152,28 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     heartbeatFrequencyMS: 2000,
     minHeartbeatFrequencyMS: 200,
     retryReads: true,
+    // Creates, deletes and slot moves are insertOne/deleteOne/updateOne: on a replica set the driver retries each
+    // once, transparently, across an election (the server recognizes a retry of a write it already applied).
+    retryWrites: true,
+    monitorCommands: options.monitorCommands ?? false,
     appName: 'plant-store',
   });
   const db = client.db(options.db);
   const collection: Collection<PlantDocument> = db.collection<PlantDocument>(COLLECTION);
-  /** The same collection, untyped: it also holds the unique index's sentinel and, briefly, probes. */
-  const documents = db.collection(COLLECTION);
-  const index = uniqueIndex(documents, {
-    logger,
-    namespace: `${options.db}.${COLLECTION}`,
-    retryMinMs: options.indexRetryMs ?? 1000,
-    retryMaxMs: 60_000,
-    recheckMs: options.indexRecheckMs ?? 30_000,
+  const loadTimeoutMs = options.slotLoadTimeoutMs ?? 30_000;
+  const loadClient = new MongoClient(options.uri, {
+    useBigInt64: true,
+    serverSelectionTimeoutMS: timeoutMs,
+    connectTimeoutMS: timeoutMs,
+    socketTimeoutMS: loadTimeoutMs,
+    waitQueueTimeoutMS: timeoutMs,
+    maxPoolSize: 4,
+    retryReads: true,
+    monitorCommands: options.monitorCommands ?? false,
+    appName: 'plant-store-slots',
   });
+  let loadConnected: Promise<unknown> | undefined;
+  const loadCollection = loadClient.db(options.db).collection<PlantDocument>(COLLECTION);
   const writeConcern: WriteConcernSettings = {
     w: options.writeConcern,
     journal: options.journal,
@@ -179,9 +181,75 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   };
   const maxTimeMS = timeoutMs;
 
+  /** The plant stored under that owner and id, if any: one indexed lookup. */
+  const findStored = async (owner: string, id: PlantId): Promise<Plant | undefined> => {
+    const doc = await collection.findOne({ owner, id }, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS });
+    return doc === null ? undefined : decodeStored(doc);
+  };
+
+  const slotStore: SlotStore = {
+    load: async (owner, max) => {
+      // Connected explicitly, as the main client is (see ensureReady).
+      loadConnected ??= loadClient.connect().catch((e: unknown) => {
+        loadConnected = undefined;
+        throw e;
+      });
+      await loadConnected;
+      return (
+        loadCollection
+          // One reply for an owner within its bound (no getMore); an owner above it (a lowered bound) takes more.
+          .find(
+            { owner },
+            { projection: { _id: 1, slot: 1 }, batchSize: Math.min(max + 1, 100_000), maxTimeMS: loadTimeoutMs },
+          )
+          .toArray()
+      );
+    },
+    insert: async (owner, p, slot) => {
+      const doc: PlantDocument =
+        p.tag === undefined
+          ? { _id: new ObjectId(), owner, id: p.id, name: p.name, slot }
+          : { _id: new ObjectId(), owner, id: p.id, name: p.name, tag: p.tag, slot };
+      try {
+        await collection.insertOne(doc, { writeConcern, maxTimeMS });
+        return 'inserted';
+      } catch (e) {
+        if (isDuplicateKey(e)) return attemptOfKeyPattern(e instanceof MongoServerError ? e.keyPattern : undefined);
+        throw e;
+      }
+    },
+    find: (owner, p) => findStored(owner, p.id),
+    move: (moves) =>
+      Promise.all(
+        moves.map(async ({ _id, slot }) => {
+          try {
+            await collection.updateOne({ _id: _id as ObjectId }, { $set: { slot } }, { writeConcern, maxTimeMS });
+            return true; // moved, or deleted meanwhile: either way no longer outside
+          } catch (e) {
+            if (isDuplicateKey(e)) return false;
+            throw e;
+          }
+        }),
+      ),
+  };
+  const slots = ownerSlots(slotStore, {
+    budgetBytes: options.slotCacheBytes ?? 64 * 1024 * 1024,
+    fullRecheckMs: options.fullRecheckMs ?? 1000,
+  });
+
+  const index = uniqueIndexes(db.collection(COLLECTION), {
+    logger,
+    namespace: `${options.db}.${COLLECTION}`,
+    retryMinMs: options.indexRetryMs ?? 1000,
+    retryMaxMs: 60_000,
+    recheckMs: options.indexRecheckMs ?? 30_000,
+    writeConcern,
+    onSlotsChanged: slots.forgetAll,
+  });
+
   let connected: Promise<unknown> | undefined;
   /**
-   * Connects once (a failed attempt is forgotten so the next call tries again), then makes sure of the unique index.
+   * Connects once (a failed attempt is forgotten so the next call tries again), then makes sure of the unique indexes.
    * The explicit connect matters: when the driver's implicit first connect fails, its topology stays closed and
    * every later call fails with MongoTopologyClosedError even after the server is back. Once connected, the driver
    * reconnects by itself.
@@ -195,61 +263,12 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     await index.ensure();
   };
 
-  // The owner's bound: each plant holds a slot below it, unique per owner (owner-slots.ts).
-  const slots = ownerSlots(documents, maxTimeMS, decodeStored);
-
   const repository: PlantRepository = {
     insert: (owner, p, maxPlants = NO_PLANT_LIMIT) =>
       pipe(
         guarded(timeoutMs, async (call) => {
           await ensureReady();
-          /**
-           * One attempt to store the plant in a slot: the plant, then a probe that only the unique index on (owner,
-           * id) refuses (see unique-index.ts), in one ordered command (a raw `insert`, so that its answer says exactly
-           * which document was refused, why, and by which index).
-           */
-          const tryInsert = async (slot: number): Promise<SlotAttempt> => {
-            call.check();
-            const _id = new ObjectId();
-            const doc: PlantDocument =
-              p.tag === undefined
-                ? { _id, owner, id: p.id, name: p.name, slot }
-                : { _id, owner, id: p.id, name: p.name, tag: p.tag, slot };
-            const probe = {
-              _id: new ObjectId(),
-              owner: SENTINEL_OWNER,
-              id: SENTINEL_ID,
-              probe: true,
-              slot: probeSlot(),
-            };
-            const answer = InsertReply.decode(
-              await db.command({
-                insert: COLLECTION,
-                documents: [doc, probe],
-                ordered: true,
-                writeConcern: { w: options.writeConcern, j: options.journal, wtimeout: timeoutMs },
-                maxTimeMS,
-              }),
-            );
-            if (E.isLeft(answer)) throw new Error('the server answered an insert with an unexpected shape');
-            const { writeErrors = [], writeConcernError } = answer.right;
-            if (writeConcernError !== undefined) throw new WriteConcernUnconfirmed(writeConcernError.code);
-            const [refused, ...others] = writeErrors;
-            if (refused !== undefined && (refused.code !== DUPLICATE_KEY || others.length > 0)) {
-              throw new Error(`the server refused an insert (code ${refused.code})`);
-            }
-            // The plant's own key or its slot is taken (its `_id` is new, so only a unique index can say so).
-            if (refused?.index === 0) return attemptOfKeyPattern(refused.keyPattern);
-            if (refused?.index === 1) return 'inserted'; // the probe was refused: the index guarded the insert
-            // The probe was stored: no unique index guarded this insert (the collection was dropped under the service
-            // and made again by an insert, or the index was dropped). The insert counts once the index is back (it
-            // could not be built over a duplicate); if it cannot be, the insert is taken back and the caller gets 503.
-            await documents.deleteOne({ _id: probe._id }, { writeConcern, maxTimeMS });
-            if (await index.confirm()) return 'inserted';
-            await collection.deleteOne({ _id }, { writeConcern, maxTimeMS });
-            throw new IndexUnusable('the unique index could not be put back after an unguarded insert');
-          };
-          return slots.insert(owner, maxPlants, p, tryInsert, Date.now() + timeoutMs);
+          return slots.insert(owner, maxPlants, p, call.check, Date.now() + timeoutMs);
         }),
         // Concurrent creates of this owner kept taking the slots it chose: nothing stored, safe to retry.
         TE.flatMap((outcome) => (outcome === undefined ? TE.left(storageUnavailable) : TE.right(outcome))),
@@ -263,6 +282,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
           .find(filter, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS, signal: call.signal })
           .sort({ id: 1 })
           .limit(limit + 1)
+          .batchSize(limit + 1) // the whole page in the first reply: one round trip, never a getMore
           .toArray();
         const more = docs.length > limit;
         return { plants: (more ? docs.slice(0, limit) : docs).map(decodeStored), more };
@@ -277,13 +297,15 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         call.check();
         const found = await collection.findOne(
           { owner, id },
-          { projection: { _id: 1 }, maxTimeMS, signal: call.signal },
+          { projection: { _id: 1, slot: 1 }, maxTimeMS, signal: call.signal },
         );
         if (found === null) return false;
         call.check();
         const result = await collection.deleteOne({ _id: found._id }, { writeConcern, maxTimeMS });
         // 0: another delete took that plant between our two steps; it is gone, as after a delete ordered after that one.
-        return result.deletedCount === 1;
+        if (result.deletedCount !== 1) return false;
+        slots.freed(owner, found.slot);
+        return true;
       }),
 
     ping: guarded(timeoutMs, async (call) => {
@@ -300,20 +322,24 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'storage not reachable yet; will retry on demand');
   });
 
-  // A running service notices a dropped collection (and its index) without waiting for a request to ask.
-  const recheckTimer = setInterval(() => void index.recheck().catch(() => undefined), options.indexRecheckMs ?? 30_000);
+  // A running service notices a dropped index or collection within indexRecheckMs, without a request asking.
+  const recheckTimer = setInterval(
+    () => void index.recheck(true).catch(() => undefined),
+    options.indexRecheckMs ?? 30_000,
+  );
   recheckTimer.unref();
 
   return {
     repository,
     client,
+    slotClient: loadClient,
     // Bounded: with a server that hangs, the driver's close would wait for its own timeouts (ending sessions on the
     // server). Operations still in flight fail with the driver's closed-client errors, which are 503s.
     close: async () => {
       clearInterval(recheckTimer);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        client.close().catch(() => undefined),
+        Promise.all([client.close().catch(() => undefined), loadClient.close().catch(() => undefined)]),
         new Promise<void>((resolve) => {
           timer = setTimeout(resolve, Math.min(CLOSE_BOUND_MS, timeoutMs));
         }),

@@ -1,170 +1,263 @@
 import { randomInt } from 'node:crypto';
-import type { Collection, Document } from 'mongodb';
 import type { InsertOutcome } from '../../../application/ports/plant-repository.js';
-import type { Plant, PlantId } from '../../../domain/plant.js';
+import type { Plant } from '../../../domain/plant.js';
 
 /**
- * The per-owner bound on MongoDB, without transactions and without trusting an update to be atomic.
+ * The per-owner bound on MongoDB, resting only on what FerretDB also guarantees: a unique index is enforced atomically
+ * (single-document updates and transactions are not, there), so whatever must be exact rests on the unique index on
+ * `{owner, slot}`, and everything this process remembers is a hint that the index corrects.
  *
- * Every plant document holds a `slot`, a number unique per owner (unique index on `{owner, slot}`). A plant may be
- * inserted under a bound of `max` only into a slot below `max`, so the unique index itself (which FerretDB, too,
- * enforces atomically) makes more than `max` plants of one owner impossible, whatever races between requests and
- * processes. Nothing else holds the count: a deleted plant frees its slot with the document, at once; an insert
- * whose outcome is unknown (a 503) either holds its slot or does not exist, so no counter can drift and nothing needs
- * healing. A counter document was the other design; FerretDB 1.24 applies `$inc` and conditional updates as
- * read-modify-write without isolation (measured: 100 concurrent `$inc` of one document added 1 or 2), so a counter
- * there over-admits.
+ * Every plant document holds a `slot`, unique per owner. Under a bound `max` the slots [0, max) are *inside*; every
+ * other slot is *outside*: plants created without a bound take a random slot in [2^48, 2^49), plants kept over a
+ * lowered bound hold slots at or above it, and documents written before slots existed (mended at start-up, see
+ * indexes.ts) get outside slots. A create under a bound may only take an inside slot, so the unique index alone makes
+ * more than `max` inside plants impossible, whatever the races between requests and processes.
  *
- * A create under a bound: count the owner's plants (the figure users see; at or past the bound, refuse at once, which
- * also covers a bound lowered below what an owner keeps), then insert into a random slot below the bound: free with
- * the odds of the owner's free room, and concurrent creates rarely choose the same one. Two round trips when nothing
- * else happens. Past half full, or after losing a slot, it walks the owner's slots from a random point to the free
- * ones. A duplicate key means the id or the slot is taken (MongoDB says which; FerretDB does not, so the id is looked
- * up): a stored plant answers `Exists` before any refusal. Without a bound a plant takes a random slot out of 2^48.
+ * Outside plants count too. A process admits a create into an inside slot only once the owner has no outside plant
+ * left: it first moves the outside plants it loaded into free inside slots (`updateOne({_id}, {$set: {slot}})`; the
+ * unique index arbitrates an update as it does an insert). Why that is exact across processes: outside plants only
+ * come into being when no bound applies or the bound changes (both at a process's start, with an empty map), or when
+ * the service mends legacy or duplicate slots (after which every process drops its maps, see indexes.ts). So once a
+ * process has loaded the owner's plants, every outside plant that exists is in what it loaded; once each of those has
+ * been moved inside (by this process or another: a move only ever goes from outside to inside) or deleted, the owner
+ * holds inside plants only, at most `max` by the index, and an insert into a free inside slot keeps it at most `max`.
+ * A move that finds its slot taken leaves the plant outside (still counted) and marks the slot taken; an owner whose
+ * outside plants cannot all move in keeps at least `max` plants and is refused: an owner above a lowered bound keeps
+ * its plants and can create again only once below it.
  *
- * Concurrent creates of one owner in one process share their reads (count, lookup, free-slot walk; see `coalescing`),
- * because on FerretDB every read decodes the whole collection: measured on this VM under load, 100 concurrent
- * creates at a bound of 10 took 135 ms with shared reads and all timed out (503) without.
+ * The map of an owner (which inside slots are taken, which outside plants exist) is loaded in one `find` and kept in
+ * an LRU bounded by bytes. In the steady state a create is one `insertOne` into a free slot picked at random from the
+ * map, or two (the load, then the insert) for an owner not in the map. A slot another process took answers a
+ * duplicate key: the slot is marked taken and another one tried. An owner that looks full is loaded again at most
+ * once per `fullRecheckMs` (a delete through this process clears that limit), never on every request.
  */
 
-export const SLOT_INDEX_NAME = 'owner_1_slot_1_unique';
+/** The first outside slot of a plant created without a bound: far above any bound (`MAX_PLANTS_PER_OWNER`). */
+export const OUTSIDE_FROM = 2 ** 48;
+/** A fresh outside slot: random in [2^48, 2^49), so that two of them practically never meet. */
+export const outsideSlot = (): number => OUTSIDE_FROM + randomInt(2 ** 48 - 1);
 
 /** Rounds of "choose a free slot, insert into it" before a create gives up as contended (the caller answers 503). */
 const MAX_ROUNDS = 16;
-/** Slots of an owner without a bound: 2^48 - 1 (randomInt's range), so random ones practically never collide. */
-const UNBOUNDED_SLOTS = 2 ** 48 - 1;
-
-/** Creates the unique index that bounds an owner's plants; idempotent. */
-export const createSlotIndex = (collection: Collection<Document>): Promise<string> =>
-  collection.createIndex({ owner: 1, slot: 1 }, { unique: true, name: SLOT_INDEX_NAME });
+/** Slots lost to other processes in a row before the map is loaded again. */
+const RELOAD_AFTER_COLLISIONS = 4;
+/** Rough heap bytes of one remembered slot or outside plant, for the LRU's budget. */
+const BYTES_PER_ENTRY = 64;
 
 /** How an attempt to insert into a slot ended; `taken` when the store did not say which unique index refused it. */
 export type SlotAttempt = 'inserted' | 'slot-taken' | 'taken';
 
-/** What one create needs from the repository: the insert of its plant into a slot. */
-export type TryInsert = (slot: number) => Promise<SlotAttempt>;
-
 /**
- * Reads that concurrent callers for one owner share, within this process: while a read of an owner runs, new callers
- * gather into the next one, which starts when it settles. A caller never joins a read already running (it could have
- * started before the caller's request, and miss a delete that request must see), so a herd of N concurrent creates
- * costs two reads, not N. FerretDB needs this: every read there decodes the whole collection.
- */
-export const coalescing = <A, R>(read: (asks: readonly A[]) => Promise<R>) => {
-  const inFlight = new Map<string, Promise<void>>();
-  const next = new Map<string, { readonly asks: A[]; readonly result: Promise<R> }>();
-  const run = (key: string, asks: readonly A[]): Promise<R> => {
-    const result = read(asks);
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    inFlight.set(key, settled);
-    void settled.then(() => {
-      if (inFlight.get(key) === settled) inFlight.delete(key);
-    });
-    return result;
-  };
-  return (key: string, ask: A): Promise<R> => {
-    const busy = inFlight.get(key);
-    if (busy === undefined) return run(key, [ask]);
-    let batch = next.get(key);
-    if (batch === undefined) {
-      const asks: A[] = [];
-      const result = busy.then(() => {
-        next.delete(key);
-        return run(key, asks);
-      });
-      batch = { asks, result };
-      next.set(key, batch);
-    }
-    batch.asks.push(ask);
-    return batch.result;
-  };
-};
-
-/**
- * Which unique index refused an insert, from the key pattern of the write error in the insert command's answer:
- * MongoDB names it (`keyPattern`); FerretDB does not, so there the caller must look whether the id is stored.
+ * Which unique index refused an insert, from the key pattern of the duplicate-key error: MongoDB names it
+ * (`keyPattern`); FerretDB does not, so there the caller must look whether the id is stored.
  */
 export const attemptOfKeyPattern = (pattern: unknown): SlotAttempt =>
   typeof pattern === 'object' && pattern !== null && 'slot' in pattern && !('id' in pattern) ? 'slot-taken' : 'taken';
 
-/**
- * A slot for the unique index's probe (unique-index.ts) far above any plant's, so that only the index on (owner, id)
- * can refuse the probe, never the one on (owner, slot).
- */
-export const probeSlot = (): number => 2 ** 52 + Math.floor(Math.random() * 2 ** 51);
+/** One stored plant as the map's load reads it: its `_id` (to move it) and its slot, if it has a usable one. */
+export interface SlotHolder {
+  readonly _id: unknown;
+  readonly slot?: unknown;
+}
 
-const slotOf = (doc: Document | undefined): number | undefined => {
-  const slot: unknown = doc?.['slot'];
+/** What the slots need from the store; each function is one command. */
+export interface SlotStore {
+  /** The owner's plants' `_id` and `slot`, in one round trip for an owner of at most `max` plants. */
+  readonly load: (owner: string, max: number) => Promise<readonly SlotHolder[]>;
+  /** Inserts the plant into that slot. */
+  readonly insert: (owner: string, plant: Plant, slot: number) => Promise<SlotAttempt>;
+  /** The plant stored under that owner and id, if any. */
+  readonly find: (owner: string, plant: Plant) => Promise<Plant | undefined>;
+  /** Moves each plant (by `_id`) to its slot, in one round trip; answers, per move, whether the slot was free. */
+  readonly move: (
+    moves: ReadonlyArray<{ readonly _id: unknown; readonly slot: number }>,
+  ) => Promise<readonly boolean[]>;
+}
+
+const slotNumber = (slot: unknown): number | undefined => {
   const n = typeof slot === 'bigint' ? Number(slot) : slot;
-  if (n === undefined) return undefined;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new Error('a stored slot is not a count');
-  return n;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 };
 
-export const ownerSlots = (collection: Collection<Document>, maxTimeMS: number, decode: (doc: Document) => Plant) => {
-  const counts = coalescing<string, number>(([owner]) => collection.countDocuments({ owner }, { maxTimeMS }));
-  const count = (owner: string) => counts(owner, owner);
+/**
+ * What this process knows of one owner's slots under one bound. `taken`: inside slots held (or being taken by a
+ * create in flight here); `outside`: the outside plants loaded and not moved yet (by `_id`), at most `max` of them
+ * remembered, `outsideCount` all of them.
+ */
+export class OwnerMap {
+  readonly taken = new Set<number>();
+  readonly outside = new Map<unknown, SlotHolder>();
+  outsideCount = 0;
+  /** When this map was last loaded because the owner looked full. */
+  fullCheckedAt = 0;
+  /** The moves of outside plants running now: one at a time per owner, shared by concurrent creates. */
+  admitting: Promise<void> | undefined;
 
-  const lookups = coalescing<{ owner: string; id: PlantId }, Plant[]>(async (asks) => {
-    const ids = [...new Set(asks.map((a) => a.id))];
-    const docs = await collection
-      .find({ owner: asks[0]?.owner, id: { $in: ids } }, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS })
-      .toArray();
-    return docs.map(decode);
-  });
-  const findStored = async (owner: string, id: PlantId): Promise<Plant | undefined> =>
-    (await lookups(owner, { owner, id })).find((p) => p.id === id);
+  /** `epoch`: which generation of the slots (see `forgetAll`) this map was loaded in. */
+  constructor(
+    readonly max: number,
+    readonly epoch = 0,
+  ) {}
 
-  /** Up to `want` free slots in [from, to), lowest first, by walking the owner's taken slots from `from`. */
-  const freeIn = async (owner: string, from: number, to: number, want: number): Promise<number[]> => {
-    const free: number[] = [];
-    let expected = from;
-    const cursor = collection
-      .find({ owner, slot: { $gte: from, $lt: to } }, { projection: { _id: 0, slot: 1 }, maxTimeMS, batchSize: 100 })
-      .sort({ slot: 1 });
-    try {
-      for await (const doc of cursor) {
-        const slot = slotOf(doc) ?? expected;
-        while (expected < slot && free.length < want) free.push(expected++);
-        if (free.length >= want) return free;
-        expected = slot + 1;
+  static of(max: number, holders: readonly SlotHolder[], epoch = 0): OwnerMap {
+    const map = new OwnerMap(max, epoch);
+    map.fill(holders);
+    return map;
+  }
+
+  /** Replaces what the map knows with what a load read. */
+  fill(holders: readonly SlotHolder[]): void {
+    this.taken.clear();
+    this.outside.clear();
+    this.outsideCount = 0;
+    for (const holder of holders) {
+      const slot = slotNumber(holder.slot);
+      // A duplicate inside slot (left by a dropped index) is one plant too many there: it must move like an outside one.
+      if (slot !== undefined && slot < this.max && !this.taken.has(slot)) this.taken.add(slot);
+      else {
+        this.outsideCount++;
+        if (this.outside.size < this.max) this.outside.set(String(holder._id), holder);
       }
-    } finally {
-      await cursor.close();
     }
-    while (expected < to && free.length < want) free.push(expected++);
-    return free;
+    this.bytes = 200 + (this.taken.size + this.outside.size) * BYTES_PER_ENTRY;
+  }
+
+  /** The owner's plants as this process knows them. */
+  get count(): number {
+    return this.taken.size + this.outsideCount;
+  }
+
+  /** Heap bytes this map holds, roughly, as of its load (creates since then add at most up to the bound). */
+  bytes = 0;
+
+  /** Takes a free inside slot, picked at random (concurrent creates in other processes rarely pick the same). */
+  reserve(): number | undefined {
+    if (this.taken.size >= this.max) return undefined;
+    let slot: number | undefined;
+    if (this.taken.size * 2 < this.max) {
+      for (let i = 0; i < 64 && slot === undefined; i++) {
+        const s = randomInt(this.max);
+        if (!this.taken.has(s)) slot = s;
+      }
+    }
+    if (slot === undefined) {
+      const start = randomInt(this.max);
+      for (let i = 0; i < this.max; i++) {
+        const s = (start + i) % this.max;
+        if (!this.taken.has(s)) {
+          slot = s;
+          break;
+        }
+      }
+    }
+    if (slot !== undefined) this.taken.add(slot);
+    return slot;
+  }
+
+  release(slot: number): void {
+    this.taken.delete(slot);
+  }
+}
+
+export interface OwnerSlotsOptions {
+  /** Heap bytes the maps of all owners may hold together; the least recently used go first. */
+  readonly budgetBytes: number;
+  /** Least time between two loads of an owner that looks full. */
+  readonly fullRecheckMs: number;
+}
+
+export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
+  /** Owner -> map and its weight when remembered, least recently used first. */
+  const maps = new Map<string, { readonly map: OwnerMap; readonly weight: number }>();
+  let bytes = 0;
+  const loading = new Map<string, Promise<OwnerMap>>();
+  /** Counts `forgetAll`s: a map loaded across one may predate mended slots, and is loaded again. */
+  let epoch = 0;
+
+  const remember = (owner: string, map: OwnerMap) => {
+    forget(owner);
+    maps.set(owner, { map, weight: map.bytes });
+    bytes += map.bytes;
+    for (const [oldest, old] of maps) {
+      if (bytes <= options.budgetBytes || oldest === owner) break;
+      maps.delete(oldest);
+      bytes -= old.weight;
+    }
+  };
+  const forget = (owner: string): void => {
+    const old = maps.get(owner);
+    if (old === undefined) return;
+    maps.delete(owner);
+    bytes -= old.weight;
   };
 
-  interface SlotAsk {
-    readonly owner: string;
-    readonly max: number;
-  }
   /**
-   * Free slots below the bound for every create of a batch, found by one walk from a random point (wrapping around),
-   * and handed out one per create, so that the creates of one batch do not collide with each other.
+   * Loads the owner's map; concurrent creates of one owner share one load, which outlives the requests that wait for
+   * it (bounded by its own time limit, see the repository's `slotLoadTimeoutMs`).
    */
-  const freeSlots = coalescing<SlotAsk, Map<SlotAsk, number | undefined>>(async (asks) => {
-    const { owner, max } = asks[0] as SlotAsk;
-    const want = asks.length * 2;
-    const start = randomInt(max);
-    const free = await freeIn(owner, start, max, want);
-    if (free.length < want && start > 0) free.push(...(await freeIn(owner, 0, start, want - free.length)));
-    for (let i = free.length - 1; i > 0; i--) {
-      const j = randomInt(i + 1);
-      [free[i], free[j]] = [free[j] as number, free[i] as number];
-    }
-    return new Map(
-      asks.map((ask, i) => [ask, free.length === 0 ? undefined : (free[i] ?? free[randomInt(free.length)])]),
-    );
-  });
-  /** A slot below `max` that was free just now; undefined when none was. */
-  const freeSlot = async (owner: string, max: number): Promise<number | undefined> => {
-    const ask: SlotAsk = { owner, max };
-    return (await freeSlots(`${max}:${owner}`, ask)).get(ask);
+  const load = (owner: string, max: number): Promise<OwnerMap> => {
+    const key = `${max}:${owner}`;
+    const running = loading.get(key);
+    if (running !== undefined) return running;
+    const pending: Promise<OwnerMap> = (async () => {
+      for (;;) {
+        const started = epoch;
+        const holders = await store.load(owner, max);
+        if (started === epoch) return holders;
+      }
+    })()
+      .then((holders) => {
+        const map = OwnerMap.of(max, holders, epoch);
+        map.fullCheckedAt = Date.now(); // as fresh as a look at an owner that looks full
+        remember(owner, map);
+        return map;
+      })
+      .finally(() => {
+        loading.delete(key);
+      });
+    loading.set(key, pending);
+    return pending;
+  };
+
+  const mapOf = (owner: string, max: number): Promise<OwnerMap> => {
+    const entry = maps.get(owner);
+    if (entry === undefined || entry.map.max !== max) return load(owner, max);
+    maps.delete(owner); // most recently used now
+    maps.set(owner, entry);
+    return Promise.resolve(entry.map);
+  };
+
+  /**
+   * Moves the owner's loaded outside plants into free inside slots, in one round trip per round. Exactness does not
+   * depend on the moves succeeding: a plant left outside keeps the owner from being admitted.
+   */
+  const moveInside = (owner: string, map: OwnerMap): Promise<void> => {
+    map.admitting ??= (async () => {
+      for (let round = 0; round < 4 && map.outside.size > 0; round++) {
+        const moves: Array<{ holder: SlotHolder; slot: number }> = [];
+        for (const holder of map.outside.values()) {
+          const slot = map.reserve();
+          if (slot === undefined) break;
+          moves.push({ holder, slot });
+        }
+        if (moves.length === 0) return;
+        const moved = await store.move(moves.map(({ holder, slot }) => ({ _id: holder._id, slot })));
+        moves.forEach(({ holder }, i) => {
+          if (moved[i] === true && map.outside.delete(String(holder._id))) map.outsideCount--;
+        });
+        // A slot was taken: by another plant, or by this very plant moved by another process. Only a load tells.
+        if (moved.some((m) => !m)) map.fill(await store.load(owner, map.max));
+      }
+    })().finally(() => {
+      map.admitting = undefined;
+    });
+    return map.admitting;
+  };
+
+  /** Whether the owner, as far as `map` knows, may create now; moves outside plants in first. */
+  const admit = async (owner: string, map: OwnerMap): Promise<number | undefined> => {
+    if (map.outsideCount > 0) await moveInside(owner, map);
+    return map.outsideCount === 0 ? map.reserve() : undefined;
   };
 
   /**
@@ -176,57 +269,90 @@ export const ownerSlots = (collection: Collection<Document>, maxTimeMS: number, 
     owner: string,
     max: number,
     plant: Plant,
-    tryInsert: TryInsert,
+    check: () => void,
     giveUpAt: number,
   ): Promise<InsertOutcome | undefined> => {
-    if (!Number.isFinite(max)) return insertUnbounded(owner, plant, tryInsert, giveUpAt);
-    let counted = await count(owner);
-    /** The owner has no room (or the id): the plant stored under the id answers first. */
-    const refuse = async (known?: Plant): Promise<InsertOutcome> => {
-      const stored = known ?? (await findStored(owner, plant.id));
-      return stored !== undefined
-        ? { _tag: 'Exists', stored, count: counted }
-        : { _tag: 'OwnerFull', count: Math.max(counted, max) };
-    };
-    if (counted >= max) return refuse();
-    // A slot at random: free with the odds of the owner's free room, and concurrent creates rarely pick the same one.
-    // Past half full, the walk to a free slot is the better bet.
-    let slot = counted * 2 < max ? randomInt(max) : await freeSlot(owner, max);
+    if (!Number.isFinite(max)) return insertUnbounded(owner, plant, check, giveUpAt);
+    let map = await mapOf(owner, max);
+    let collisions = 0;
+    let lookedUp = false;
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
-      // No free slot below the bound: the owner keeps at least `max` plants.
-      if (slot === undefined) return refuse();
-      const attempt = await tryInsert(slot);
-      if (attempt === 'inserted') return { _tag: 'Inserted', count: counted + 1 };
-      // Refused by a unique index: the id (a plant is stored, or was until a moment ago) or the slot (a concurrent
-      // create took it). Look for the plant and count again, in one round trip shared with concurrent creates.
-      const [stored, now] = await Promise.all([
-        attempt === 'taken' ? findStored(owner, plant.id) : undefined,
-        count(owner),
-      ]);
-      counted = now;
-      if (stored !== undefined || counted >= max) return refuse(stored);
-      slot = await freeSlot(owner, max);
+      check();
+      if (map.epoch !== epoch) map = await load(owner, max); // the slots were mended since this map was loaded
+      const slot = await admit(owner, map);
+      if (slot === undefined) {
+        // Looks full: the plant stored under the id answers first (looked up once per call: the answer is as of that
+        // look); then, at most once per fullRecheckMs, look again at the owner's slots.
+        if (!lookedUp) {
+          lookedUp = true;
+          const stored = await store.find(owner, plant);
+          if (stored !== undefined) return { _tag: 'Exists', stored, count: map.count };
+        }
+        if (Date.now() - map.fullCheckedAt < options.fullRecheckMs) {
+          return { _tag: 'OwnerFull', count: Math.max(map.count, max) };
+        }
+        check();
+        map = await load(owner, max);
+        continue;
+      }
+      check();
+      const attempt = await store.insert(owner, plant, slot);
+      if (attempt === 'inserted') return { _tag: 'Inserted', count: map.count };
+      if (attempt === 'taken') {
+        // Refused by the id or the slot (FerretDB does not say which): a stored plant answers.
+        const stored = await store.find(owner, plant);
+        if (stored !== undefined) {
+          map.release(slot);
+          return { _tag: 'Exists', stored, count: map.count };
+        }
+      }
+      // Another process holds that slot: it stays marked taken. After a few, this map is too old to guess from.
+      if (++collisions % RELOAD_AFTER_COLLISIONS === 0) {
+        check();
+        map = await load(owner, max);
+      }
     }
     return undefined;
   };
 
-  /** No bound: any slot will do, so a random one from a space where two creates practically never meet. */
+  /** No bound: a random outside slot, from a space where two creates practically never meet. */
   const insertUnbounded = async (
     owner: string,
     plant: Plant,
-    tryInsert: TryInsert,
+    check: () => void,
     giveUpAt: number,
   ): Promise<InsertOutcome | undefined> => {
+    // A map of this owner would not know of this plant; it is loaded again when a bound next applies.
+    forget(owner);
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
-      const attempt = await tryInsert(randomInt(UNBOUNDED_SLOTS));
+      check();
+      const attempt = await store.insert(owner, plant, outsideSlot());
       if (attempt === 'inserted') return { _tag: 'Inserted' };
       if (attempt === 'taken') {
-        const stored = await findStored(owner, plant.id);
+        const stored = await store.find(owner, plant);
         if (stored !== undefined) return { _tag: 'Exists', stored };
       }
     }
     return undefined;
   };
 
-  return { insert };
+  /** A plant of the owner in that slot was deleted through this process: its room is free at once. */
+  const freed = (owner: string, slot: unknown): void => {
+    const map = maps.get(owner)?.map;
+    if (map === undefined) return;
+    const n = slotNumber(slot);
+    // An outside plant may or may not be in what was loaded: load again rather than guess the count.
+    if (n === undefined || n >= map.max) return forget(owner);
+    map.release(n);
+    map.fullCheckedAt = 0;
+  };
+
+  /** Drops every map (after the service mended slots or rebuilt the slot index). */
+  const forgetAll = (): void => {
+    epoch++;
+    maps.clear();
+    bytes = 0;
+  };
+
+  return { insert, freed, forgetAll };
 };

@@ -1,0 +1,191 @@
+/**
+ * `npm run bench:creates [-- --postgres] [--seconds N] [--rounds N] [--adapter <dist>]`: creates per second through
+ * the MongoDB adapter with the default quota (10,000 per owner), side by side with the bare driver's `insertOne` of
+ * the same document into the same collection, on one FerretDB (SQLite handler, or PostgreSQL with `--postgres`),
+ * 16 concurrent clients, for an owner with no plants and for one at 75% of its quota (the adapter's creates rotate
+ * over such owners, 2,400 creates each, so that none reaches its quota). Rounds alternate (driver, adapter, driver, adapter...)
+ * in one collection, so both see the same collection size. `--adapter`
+ * loads the adapter from another build's dist/ (say, the tree before a change) to compare. Each round opens a new
+ * adapter instance, as a process just started, and makes each owner's first create before the clock runs (one load
+ * of its slots, which on FerretDB/SQLite reads the whole collection; its time is printed apart). Prints medians.
+ */
+import { randomInt, randomUUID } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MongoClient, ObjectId } from 'mongodb';
+import { pino } from 'pino';
+import type { PlantRepository } from '../application/ports/plant-repository.js';
+import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
+import { ferretDbBinary, postgresBinaries, startFerretDb, startFerretDbOnPostgres } from '../harness/servers.js';
+
+const arg = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i < 0 ? undefined : process.argv[i + 1];
+};
+const seconds = Number(arg('--seconds') ?? 5);
+const rounds = Number(arg('--rounds') ?? 3);
+const onPostgres = process.argv.includes('--postgres');
+const dist = resolve(arg('--adapter') ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
+const CLIENTS = 16;
+const QUOTA = 10_000;
+const COLLECTION = 'plants';
+
+interface AdapterModule {
+  readonly mongodbPlantRepository: (options: {
+    uri: string;
+    db: string;
+    timeoutMs: number;
+    writeConcern: 'majority';
+    journal: boolean;
+    logger: ReturnType<typeof pino>;
+  }) => { repository: PlantRepository; close: () => Promise<void> };
+}
+const adapter = (await import(join(dist, 'adapters/storage/mongodb/mongodb-plant-repository.js'))) as AdapterModule;
+
+const ferret = ferretDbBinary();
+if ('skip' in ferret) throw new Error(ferret.skip);
+const pg = onPostgres ? postgresBinaries() : undefined;
+if (pg !== undefined && 'skip' in pg) throw new Error(pg.skip);
+const server = pg === undefined ? await startFerretDb(ferret.bin) : await startFerretDbOnPostgres(ferret.bin, pg);
+
+const db = `plantstore_bench_${randomUUID().slice(0, 8)}`;
+const client = new MongoClient(server.uri, { useBigInt64: true });
+const collection = client.db(db).collection(COLLECTION);
+const openAdapter = () =>
+  adapter.mongodbPlantRepository({
+    uri: server.uri,
+    db,
+    timeoutMs: 2000,
+    writeConcern: 'majority',
+    journal: true,
+    logger: pino({ level: 'silent' }),
+  });
+
+/** Gives the owner `n` plants as the adapter stores them (slots 0..n-1), in bulk. */
+const seed = async (owner: string, n: number) => {
+  for (let i = 0; i < n; i += 2500) {
+    await collection.insertMany(
+      Array.from({ length: Math.min(2500, n - i) }, (_, k) => ({
+        owner,
+        id: BigInt(i + k),
+        name: `plant ${i + k}`,
+        slot: i + k,
+      })),
+    );
+  }
+};
+
+/**
+ * Creates of one target within a round, rotating over its owners: each takes `PER_OWNER` creates, then the next
+ * one, so that the fill stays between the case's and that plus `PER_OWNER` (the quota is never reached).
+ */
+const PER_OWNER = 2400;
+/** Owners per case: an empty one costs nothing to prepare; one at 75% costs 7,500 plants to seed. */
+const ownersFor = (fill: number) => (fill === 0 ? 32 : 10);
+
+/** `CLIENTS` loops creating distinct plants for `seconds`; creates per second that were stored. */
+const drive = async (
+  create: (owner: number, id: bigint) => Promise<boolean>,
+  secs = seconds,
+): Promise<{ rate: number; failed: number }> => {
+  let next = 0;
+  let stored = 0;
+  let failed = 0;
+  const until = performance.now() + secs * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (performance.now() < until) {
+        const n = next++;
+        if (await create(Math.floor(n / PER_OWNER), BigInt(1_000_000 + n))) stored++;
+        else failed++;
+      }
+    }),
+  );
+  return { rate: stored / ((performance.now() - started) / 1000), failed };
+};
+
+/** The bare driver has no quota to run into: its owners take turns all the same, without plants of their own. */
+const bare = (owners: readonly string[]) => (owner: number, id: bigint) =>
+  collection
+    .insertOne(
+      {
+        _id: new ObjectId(),
+        owner: owners[owner % owners.length],
+        id,
+        name: `plant ${id}`,
+        slot: 2 ** 48 + randomInt(2 ** 47),
+      },
+      { writeConcern: { w: 'majority', journal: true, wtimeoutMS: 2000 } },
+    )
+    .then(
+      () => true,
+      () => false,
+    );
+const viaAdapter = (repository: PlantRepository, owners: readonly string[]) => async (owner: number, id: bigint) => {
+  const plant: Plant = { id: id as PlantId, name: `plant ${id}` as PlantName };
+  if (owner >= owners.length) throw new Error('more creates than the owners have room for: raise ownersFor');
+  const outcome = await repository.insert(owners[owner] as Owner, plant, QUOTA)();
+  return outcome._tag === 'Right' && outcome.right._tag === 'Inserted';
+};
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+try {
+  console.log(
+    `creates per second, ${CLIENTS} concurrent clients, ${rounds} rounds of ${seconds} s, FerretDB ${pg === undefined ? 'SQLite' : 'PostgreSQL'}; adapter from ${dist}`,
+  );
+  for (const [label, fill] of [
+    ['owner with no plants', 0],
+    ['owner at 75% of its quota', (QUOTA * 3) / 4],
+  ] as const) {
+    const driverOwners = Array.from({ length: ownersFor(fill) }, (_, i) => `bench-driver-${fill}-${i}`);
+    const adapterOwners = Array.from({ length: ownersFor(fill) }, (_, i) => `bench-adapter-${fill}-${i}`);
+    for (const owner of adapterOwners) await seed(owner, fill);
+    const rates: [number[], number[]] = [[], []];
+    for (let round = 1; round <= rounds; round++) {
+      // Each round: the owners back at the case's fill, and a new adapter instance (as a process just started).
+      await collection.deleteMany({ id: { $gte: 1_000_000n } });
+      const store = openAdapter();
+      try {
+        // Not counted: the pool's connections, and the adapter's first create of each owner (one load of its
+        // slots, which on FerretDB/SQLite reads the whole collection); timed and shown apart.
+        await drive(bare(driverOwners), 1).catch(() => undefined);
+        await collection.deleteMany({ id: { $gte: 1_000_000n } });
+        const cold: number[] = [];
+        for (const owner of adapterOwners) {
+          const t0 = performance.now();
+          const plant: Plant = { id: 999_999n as PlantId, name: 'first' as PlantName };
+          // Until it is stored: a request may give up (503) while the load goes on; the next one finds its answer.
+          while ((await store.repository.insert(owner as Owner, plant, QUOTA)())._tag === 'Left') {
+            if (performance.now() - t0 > 20_000) break; // shown as 20 s and more: the store never answered in time
+          }
+          cold.push(performance.now() - t0);
+        }
+        const d = await drive(bare(driverOwners));
+        const a = await drive(viaAdapter(store.repository, adapterOwners));
+        rates[0].push(d.rate);
+        rates[1].push(a.rate);
+        console.log(
+          `  ${label}, round ${round}: bare insertOne ${d.rate.toFixed(0)}/s${d.failed ? ` (${d.failed} failed)` : ''}, adapter ${a.rate.toFixed(0)}/s${a.failed ? ` (${a.failed} not stored)` : ''}; an owner's first create ${Math.round(Math.max(...cold))} ms at most (${(await collection.estimatedDocumentCount()).toLocaleString('en')} plants stored)`,
+        );
+      } finally {
+        await store.close();
+      }
+    }
+    const [md, ma] = [median(rates[0]), median(rates[1])];
+    console.log(
+      `  ${label}: median bare insertOne ${md.toFixed(0)}/s, adapter ${ma.toFixed(0)}/s, adapter/driver ${(ma / md).toFixed(2)}`,
+    );
+  }
+} finally {
+  await client.db(db).dropDatabase();
+  await client.close();
+  await server.dispose();
+}
+process.exit(0);

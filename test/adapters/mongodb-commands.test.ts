@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { MongoClient, type CommandStartedEvent } from 'mongodb';
+import { pino } from 'pino';
+import * as assert from 'uvu/assert';
+import {
+  COLLECTION,
+  mongodbPlantRepository,
+  type MongodbPlantRepository,
+} from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import type { PlantId } from '../../domain/plant.js';
+import {
+  ferretDbBinary,
+  postgresBinaries,
+  sharedFerretDb,
+  sharedFerretDbOnPostgres,
+  type RunningServer,
+} from '../../harness/servers.js';
+import { aPlant, freshOwner, right } from '../support/fixtures.js';
+import { suiteWith, type Setup } from '../support/suites.js';
+
+/**
+ * Round trips per operation, counted by the driver's command monitoring: what the storage sends for a create, an
+ * identical retry, a conflicting create (409), a delete and a page, for an owner at 10, 5,000 and 9,999 of a bound of
+ * 10,000, in a collection that holds all three owners. The bounds are the port's: in the steady state a create costs
+ * at most 2 (1 once the owner's slots are known), a delete 2, a page 1, whatever the owner's fill.
+ */
+const MAX = 10_000;
+const FILLS = [10, 5000, 9999] as const;
+
+const ferret = ferretDbBinary();
+const backends: Array<{ name: string; setup: Setup<{ server: RunningServer }> }> = [
+  { name: 'SQLite', setup: 'skip' in ferret ? ferret : async () => ({ server: await sharedFerretDb(ferret.bin) }) },
+  {
+    name: 'PostgreSQL',
+    setup: (() => {
+      if ('skip' in ferret) return ferret;
+      const pg = postgresBinaries();
+      return 'skip' in pg ? pg : async () => ({ server: await sharedFerretDbOnPostgres(ferret.bin, pg) });
+    })(),
+  },
+];
+
+/** The commands `run` sends, by name, in order. */
+const commandsOf = async (store: MongodbPlantRepository, run: () => Promise<unknown>): Promise<string[]> => {
+  const seen: string[] = [];
+  const listener = (e: CommandStartedEvent) => seen.push(e.commandName);
+  for (const client of [store.client, store.slotClient]) client.on('commandStarted', listener);
+  try {
+    await run();
+  } finally {
+    for (const client of [store.client, store.slotClient]) client.off('commandStarted', listener);
+  }
+  return seen;
+};
+
+for (const backend of backends) {
+  const { test, subject, run } = suiteWith(
+    `MongoDB adapter: round trips per operation [FerretDB/${backend.name}]`,
+    backend.setup,
+  );
+
+  test('create, identical retry, conflict, delete and page each cost a constant number of commands at 10, 5,000 and 9,999 of 10,000', async (ctx) => {
+    const { uri } = subject(ctx).server;
+    const db = `plantstore_commands_${randomUUID().slice(0, 8)}`;
+    const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000, useBigInt64: true });
+    const store = mongodbPlantRepository({
+      uri,
+      db,
+      timeoutMs: 30_000,
+      writeConcern: 'majority',
+      journal: true,
+      logger: pino({ level: 'silent' }),
+      indexRecheckMs: 3_600_000,
+      monitorCommands: true,
+    });
+    const repo = store.repository;
+    try {
+      await right(repo.ping);
+      // The owners' plants as the adapter stores them (one document each, an inside slot each), written in bulk.
+      const owners = FILLS.map((n) => ({ n, owner: freshOwner(`fill${n}`) }));
+      for (const { n, owner } of owners) {
+        const docs = Array.from({ length: n }, (_, i) => ({ owner, id: BigInt(i), name: `plant ${i}`, slot: i }));
+        for (let i = 0; i < docs.length; i += 5000)
+          await admin
+            .db(db)
+            .collection(COLLECTION)
+            .insertMany(docs.slice(i, i + 5000));
+      }
+      const rows: string[] = [];
+      for (const { n, owner } of owners) {
+        const next = BigInt(n + 1000);
+        const cold = await commandsOf(store, () => right(repo.insert(owner, aPlant(next, 'new'), MAX)));
+        const remove = await commandsOf(store, async () => assert.ok(await right(repo.remove(owner, next as PlantId))));
+        const warm = await commandsOf(store, async () =>
+          assert.is((await right(repo.insert(owner, aPlant(next, 'new'), MAX)))._tag, 'Inserted'),
+        );
+        const retry = await commandsOf(store, async () =>
+          assert.is((await right(repo.insert(owner, aPlant(next, 'new'), MAX)))._tag, 'Exists'),
+        );
+        const conflict = await commandsOf(store, async () => {
+          const outcome = await right(repo.insert(owner, aPlant(next, 'other'), MAX));
+          assert.ok(outcome._tag === 'Exists' && outcome.stored.name === 'new');
+        });
+        const page = await commandsOf(store, async () =>
+          assert.ok((await right(repo.page(owner, 3n as PlantId, 1000))).plants.length > 0),
+        );
+        const refuse = () =>
+          commandsOf(store, async () =>
+            assert.is((await right(repo.insert(owner, aPlant(next + 1n, 'new'), MAX)))._tag, 'OwnerFull'),
+          );
+        // Full: the first refusal after this process's own delete looks at the owner's slots again; the next do not.
+        const firstFull = n + 1 < MAX ? [] : await refuse();
+        const full = n + 1 < MAX ? [] : await refuse();
+        rows.push(
+          `${n}: create ${cold.length} (first of this owner here: ${cold.join('+')}), then ${warm.length}; retry ${retry.length}; 409 ${conflict.length}; delete ${remove.length}; page ${page.length}${full.length > 0 ? `; refused at the bound ${firstFull.length} then ${full.length}` : ''}`,
+        );
+        assert.ok(cold.length <= 2, `first create at ${n}: ${cold.join(', ')}`);
+        assert.equal(warm, ['insert'], `create at ${n}`);
+        if (n + 1 >= MAX) {
+          assert.ok(firstFull.length <= 2, `first refusal: ${firstFull.join(', ')}`);
+          assert.equal(full, ['find'], `refused at the bound`);
+        }
+        assert.ok(retry.length <= 2, `identical retry at ${n}: ${retry.join(', ')}`);
+        assert.ok(conflict.length <= 2, `409 at ${n}: ${conflict.join(', ')}`);
+        assert.equal(remove, ['find', 'delete'], `delete at ${n}`);
+        assert.equal(page, ['find'], `page at ${n}`);
+      }
+      process.stdout.write(
+        `\n  [${backend.name}] commands per operation, by the owner's plants:\n    ${rows.join('\n    ')}\n`,
+      );
+    } finally {
+      await store.close();
+      await admin.db(db).dropDatabase();
+      await admin.close();
+    }
+  });
+
+  run();
+}

@@ -16,6 +16,11 @@ const MAX_REMEMBERED = 256;
  *
  * Everything polka answers differently is left to polka: a path with a fragment, a path with route parameters, one
  * that no route matches, and any pair beyond MAX_REMEMBERED (so hostile paths cannot grow the memory).
+ *
+ * Why it stays beside polka: measured side by side against polka's own handler (bench/compare, 5 rounds of 4 s,
+ * 2026-11-23, server CPU per request, medians): GET /plants?limit=20 36.0 -> 42.0 µs without it (+17%), POST /plants
+ * 35.8 -> 38.6 µs (+8%). It uses polka's public `find`, `handler`, `onError` and `onNoMatch` only; test/http/
+ * exact-dispatch.test.ts checks it answers as polka does.
  */
 export const exactDispatch = <T extends Request>(app: Polka<T>) => {
   /** method → path → the route's handlers followed by onNoMatch, as polka would run them. */

@@ -19,7 +19,12 @@ import {
 } from 'mongodb';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { isDuplicateKey, isUnavailable, UNAVAILABLE_CODES } from '../../adapters/storage/mongodb/mongodb-errors.js';
+import {
+  isDuplicateKey,
+  isUnavailable,
+  isWriteConflict,
+  UNAVAILABLE_CODES,
+} from '../../adapters/storage/mongodb/mongodb-errors.js';
 
 /**
  * The MongoDB adapter's classifier, over the driver's own error classes constructed directly: what means "the store
@@ -143,6 +148,20 @@ test("a duplicate key is MongoDB's 11000, or FerretDB's InternalError carrying S
   assert.not.ok(isDuplicateKey(server(1, 'ERROR: relation "p" does not exist (SQLSTATE 42P01)')));
   assert.not.ok(isDuplicateKey(server(2, 'UNIQUE constraint failed')), 'only within an InternalError');
   assert.not.ok(isDuplicateKey(new Error('E11000 duplicate key')), 'only a server error');
+});
+
+test("a write conflict is MongoDB's WriteConflict, or FerretDB's InternalError carrying PostgreSQL's deadlock; both are 503s", () => {
+  const server = (code: number, errmsg: string) => new MongoServerError({ ok: 0, code, errmsg });
+  const deadlock = server(
+    1,
+    '[collection.go:227 postgresql.(*collection).UpdateAll] ERROR: deadlock detected (SQLSTATE 40P01)',
+  );
+  assert.ok(isWriteConflict(deadlock));
+  assert.ok(isWriteConflict(server(112, 'WriteConflict error: this operation conflicted with another operation')));
+  assert.ok(isWriteConflict(server(1, 'ERROR: could not serialize access (SQLSTATE 40001)')));
+  assert.not.ok(isWriteConflict(server(1, 'ERROR: could not create unique index "p_b_idx" (SQLSTATE 23505)')));
+  assert.not.ok(isWriteConflict(server(2, 'deadlock detected (SQLSTATE 40P01)')), 'only within an InternalError');
+  assert.ok(isUnavailable(deadlock), 'a request that meets one is a 503: safe to retry');
 });
 
 test.run();

@@ -112,7 +112,7 @@ export const isUnavailable = (e: unknown): boolean => {
   if (e instanceof MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
   if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
   if (e instanceof MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
-  return e instanceof MongoServerError && UNAVAILABLE_CODES.has(Number(e.code));
+  return (e instanceof MongoServerError && UNAVAILABLE_CODES.has(Number(e.code))) || isWriteConflict(e);
 };
 
 /**
@@ -125,4 +125,17 @@ export const isDuplicateKey = (e: unknown): boolean => {
   if (!(e instanceof MongoServerError)) return false;
   if (Number(e.code) === 11000) return true;
   return Number(e.code) === 1 && /UNIQUE constraint failed|\(SQLSTATE 23505\)/.test(e.errmsg ?? e.message);
+};
+
+/**
+ * True when the server gave up a write because it collided with another one at the same moment, which the same write
+ * sent again may not: MongoDB's WriteConflict (112; outside transactions mongod normally retries it itself), or
+ * FerretDB on PostgreSQL passing on PostgreSQL's deadlock (SQLSTATE 40P01) or serialization failure (40001) as an
+ * InternalError (code 1): seen when concurrent processes moved one owner's plants into slots at once. Such a write
+ * changed nothing.
+ */
+export const isWriteConflict = (e: unknown): boolean => {
+  if (!(e instanceof MongoServerError)) return false;
+  if (Number(e.code) === 112) return true;
+  return Number(e.code) === 1 && /\(SQLSTATE (40P01|40001)\)/.test(e.errmsg ?? e.message);
 };

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
@@ -7,7 +8,7 @@ import { storageUnavailable, type StorageUnavailable } from '../../../applicatio
 import { NO_PLANT_LIMIT, type PlantPage, type PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
-import { isDuplicateKey, isUnavailable } from './mongodb-errors.js';
+import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { attemptOfKeyPattern, ownerSlots, type SlotStore } from './owner-slots.js';
 import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, uniqueIndexes } from './indexes.js';
 
@@ -57,6 +58,8 @@ interface PlantDocument {
 }
 
 export const COLLECTION = 'plants';
+/** Tries of one slot move that collides with another process's (see `move`). */
+const MOVE_ATTEMPTS = 5;
 
 /** Anything read back is decoded again: a document that breaks a domain rule is a fault, not a plant. */
 const StoredPlant = t.intersection([
@@ -222,12 +225,18 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     move: (moves) =>
       Promise.all(
         moves.map(async ({ _id, slot }) => {
-          try {
-            await collection.updateOne({ _id: _id as ObjectId }, { $set: { slot } }, { writeConcern, maxTimeMS });
-            return true; // moved, or deleted meanwhile: either way no longer outside
-          } catch (e) {
-            if (isDuplicateKey(e)) return false;
-            throw e;
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await collection.updateOne({ _id: _id as ObjectId }, { $set: { slot } }, { writeConcern, maxTimeMS });
+              return true; // moved, or deleted meanwhile: either way no longer outside
+            } catch (e) {
+              // The slot is taken: not moved (the owner is loaded again; a move is a hint, the index keeps the bound).
+              if (isDuplicateKey(e)) return false;
+              // Collided with another process's move at that moment (on FerretDB/PostgreSQL a deadlock, which
+              // PostgreSQL settles by failing one side): nothing changed, and the same move sent again goes through.
+              if (!isWriteConflict(e) || attempt >= MOVE_ATTEMPTS) throw e;
+              await new Promise((resolve) => setTimeout(resolve, randomInt(5, 30)));
+            }
           }
         }),
       ),

@@ -1,18 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
-import { pino } from 'pino';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import {
-  COLLECTION,
-  INDEX_SPECS,
-  mongodbPlantRepository,
-} from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { COLLECTION, INDEX_SPECS } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { ferretDbBinary, sharedFerretDb } from '../../harness/servers.js';
 import { right } from '../support/fixtures.js';
 import { distRoot } from '../support/process.js';
+import { mongoRepository } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
 
 /**
@@ -57,18 +52,10 @@ const built = suiteWith(
 
 built.test('every unique index the adapter builds on a server is prefixed by the documented shard key', async (ctx) => {
   const { uri } = built.subject(ctx);
-  const db = `plantstore_shard_${randomUUID().slice(0, 8)}`;
-  const store = mongodbPlantRepository({
-    uri,
-    db,
-    timeoutMs: 2000,
-    writeConcern: 'majority',
-    journal: true,
-    logger: pino({ level: 'silent' }),
-  });
+  const { repo, db, teardown } = await mongoRepository(uri);
   const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 2000 });
   try {
-    await right(store.repository.ping);
+    await right(repo.ping);
     const indexes = await admin.db(db).collection(COLLECTION).listIndexes().toArray();
     const unique = indexes.filter((i) => i['unique'] === true);
     assert.is(unique.length, INDEX_SPECS.length, JSON.stringify(indexes));
@@ -79,9 +66,8 @@ built.test('every unique index the adapter builds on a server is prefixed by the
       );
     }
   } finally {
-    await store.close();
-    await admin.db(db).dropDatabase();
     await admin.close();
+    await teardown();
   }
 });
 

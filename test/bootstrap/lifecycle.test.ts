@@ -159,7 +159,8 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
 
 /** Waits until the service counts a request in flight besides the scrape that asks (the hung create). */
 const requestInFlight = async (port: number): Promise<void> => {
-  for (;;) {
+  for (const until = Date.now() + 10_000; ;) {
+    assert.ok(Date.now() < until, 'the create is counted in flight within 10 s');
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const inFlight = Number(/^http_requests_in_flight (\d+)/m.exec(text)?.[1] ?? 0);
     if (inFlight >= 2) return;

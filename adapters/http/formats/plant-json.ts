@@ -1,8 +1,7 @@
 import type { Plant } from '../../../domain/plant.js';
 
-/** The Plant shape of the contract: `name`, and `tag` when present; never the id. */
-const contractShape = (p: Plant): { name: string; tag?: string } =>
-  p.tag === undefined ? { name: p.name } : { name: p.name, tag: p.tag };
+/** The Plant shape of the contract: every field but the id (`tag` only when present: domain plants omit it). */
+const contractShape = ({ id: _id, ...shape }: Plant): Omit<Plant, 'id'> => shape;
 
 export const plantJson = (p: Plant): string => JSON.stringify(contractShape(p));
 

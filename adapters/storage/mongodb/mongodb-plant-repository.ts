@@ -47,15 +47,15 @@ export interface MongoOptions {
  * another `_id`). A derived `_id` would not do: FerretDB deletes and updates by first reading the matching `_id`s,
  * then writing by `_id`.
  */
-interface PlantDocument {
+type PlantDocument = Plant & {
   _id?: ObjectId;
   owner: string;
-  id: bigint;
-  name: string;
-  tag?: string;
   /** The owner's room this plant holds (owner-slots.ts); unique per owner. */
   slot?: number;
-}
+};
+
+/** A plant read back: the document without the fields the adapter keeps beside it. */
+const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
 
 export const COLLECTION = 'plants';
 /** Tries of one slot move that collides with another process's (see `move`). */
@@ -186,7 +186,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
 
   /** The plant stored under that owner and id, if any: one indexed lookup. */
   const findStored = async (owner: string, id: PlantId): Promise<Plant | undefined> => {
-    const doc = await collection.findOne({ owner, id }, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS });
+    const doc = await collection.findOne({ owner, id }, { projection: PLANT_FIELDS, maxTimeMS });
     return doc === null ? undefined : decodeStored(doc);
   };
 
@@ -209,10 +209,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       );
     },
     insert: async (owner, p, slot) => {
-      const doc: PlantDocument =
-        p.tag === undefined
-          ? { _id: new ObjectId(), owner, id: p.id, name: p.name, slot }
-          : { _id: new ObjectId(), owner, id: p.id, name: p.name, tag: p.tag, slot };
+      const doc: PlantDocument = { _id: new ObjectId(), owner, slot, ...p };
       try {
         await collection.insertOne(doc, { writeConcern, maxTimeMS });
         return 'inserted';
@@ -288,7 +285,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         await ensureReady();
         const filter = after === undefined ? { owner } : { owner, id: { $gt: after } };
         const docs = await collection
-          .find(filter, { projection: { _id: 0, id: 1, name: 1, tag: 1 }, maxTimeMS, signal: call.signal })
+          .find(filter, { projection: PLANT_FIELDS, maxTimeMS, signal: call.signal })
           .sort({ id: 1 })
           .limit(limit + 1)
           .batchSize(limit + 1) // the whole page in the first reply: one round trip, never a getMore

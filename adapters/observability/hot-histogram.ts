@@ -1,4 +1,4 @@
-import type { Registry } from 'prom-client';
+import { AggregatorRegistry, Registry } from 'prom-client';
 
 /** One label set's series: observations by bucket (not yet cumulative), their sum and count. */
 export interface HistogramChild {
@@ -15,31 +15,31 @@ interface Series {
   count: number;
 }
 
-/** What prom-client's registry reads from a histogram at scrape time (its `get()`), as its own histograms give it. */
-interface HistogramValue {
-  readonly labels: Record<string, string | number>;
-  readonly value: number;
-  readonly metricName: string;
+/** A histogram's values as prom-client's `registry.getMetricsAsJSON()` gives them, which its aggregator reads. */
+interface HistogramJson {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'histogram';
+  readonly aggregator: 'sum';
+  readonly values: { labels: Record<string, string | number>; value: number; metricName: string }[];
 }
 
 /**
- * A Prometheus histogram for per-request observations, exposed through prom-client's registry (which formats and
- * serves it beside prom-client's own metrics). prom-client's Histogram validates and hashes the label set on every
- * observation (about 1 µs each, four per request here); this one resolves a label set to its series once (`child`,
- * cached by the caller) and an observation is then a bucket search and three additions. Buckets are made cumulative,
- * and `_sum`, `_count` and `le="+Inf"` added, only when the registry is scraped.
+ * A Prometheus histogram for per-request observations. prom-client's Histogram validates and hashes the label set on
+ * every observation (about 1 µs each, four per request here); this one resolves a label set to its series once
+ * (`child`, cached by the caller) and an observation is then a bucket search and three additions. Buckets are made
+ * cumulative, and `_sum`, `_count` and `le="+Inf"` added, only when scraped.
  *
  * Why it stays beside prom-client's Histogram: measured side by side against prom-client's `observe(labels, value)`
  * (bench/compare, 5 rounds of 4 s, 2026-11-23), server CPU per request 36.2 -> 39.8 µs for GET /plants?limit=20
- * (+10%) and 35.1 -> 39.0 µs for POST (+11%) without it. prom-client offers no public way to register a histogram
- * whose buckets it does not count itself (its registry reads `get()`, which a subclass of its Histogram could only
- * serve by overriding the internal `getForPromString`), so `registerWith` casts into the registry's `Metric` type;
- * test/http/metrics.test.ts and promtool check what it exposes.
+ * (+10%) and 35.1 -> 39.0 µs for POST (+11%) without it.
+ *
+ * prom-client formats and serves it through its public API only (`exposition`): its values go to
+ * `AggregatorRegistry.aggregate`, which builds a registry from metrics in `getMetricsAsJSON()` form (what cluster
+ * workers send their primary), and `Registry.merge` serves that beside the service's own registry.
  */
 export class HotHistogram {
-  readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  private series: Series[] = [];
+  private readonly series: Series[] = [];
 
   constructor(
     readonly name: string,
@@ -64,9 +64,9 @@ export class HotHistogram {
     };
   }
 
-  /** prom-client's registry calls this at scrape time. */
-  async get(): Promise<{ name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: HistogramValue[] }> {
-    const values: HistogramValue[] = [];
+  /** Every series' cumulative buckets, sum and count, as prom-client's JSON form of a histogram. */
+  toJson(): HistogramJson {
+    const values: HistogramJson['values'] = [];
     for (const s of this.series) {
       let cumulative = 0;
       this.buckets.forEach((le, i) => {
@@ -77,20 +77,10 @@ export class HotHistogram {
       values.push({ labels: { ...s.labels }, value: s.sum, metricName: `${this.name}_sum` });
       values.push({ labels: { ...s.labels }, value: s.count, metricName: `${this.name}_count` });
     }
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
-  }
-
-  /** Every series back to zero (the registry's resetMetrics); children already handed out keep counting from 0. */
-  reset(): void {
-    for (const s of this.series) {
-      s.counts.fill(0);
-      s.sum = 0;
-      s.count = 0;
-    }
-  }
-
-  /** Registers this histogram with a prom-client registry, which reads it through `get()` like its own metrics. */
-  registerWith(registry: Registry): void {
-    registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
+    return { name: this.name, help: this.help, type: 'histogram', aggregator: 'sum', values };
   }
 }
+
+/** The text exposition of a registry and these histograms, formatted by prom-client (see HotHistogram). */
+export const exposition = (registry: Registry, histograms: readonly HotHistogram[]) => (): Promise<string> =>
+  Registry.merge([registry, AggregatorRegistry.aggregate([histograms.map((h) => h.toJson())])]).metrics();

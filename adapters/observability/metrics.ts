@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { HotHistogram, type HistogramChild } from './hot-histogram.js';
+import { exposition, HotHistogram, type HistogramChild } from './hot-histogram.js';
 
 /** What the backend decorators report: one call's duration and outcome, availability, and rate-limit refusals. */
 export interface BackendMetrics {
@@ -91,7 +91,6 @@ export const serviceMetrics = ({
       for (const { labels, count } of refusedSeries.values()) this.inc(labels, count);
     },
   });
-  durations.registerWith(registry);
   if (inFlight !== undefined) {
     new Gauge({
       name: 'http_requests_in_flight',
@@ -113,7 +112,6 @@ export const serviceMetrics = ({
     'Duration of calls to a backend, by backend, operation and outcome (ok, unavailable, error)',
     BACKEND_BUCKETS,
   );
-  backendCalls.registerWith(registry);
   const rejections = new Counter({
     name: 'plantstore_rate_limit_rejections_total',
     help: 'Requests refused with 429 because their principal used its allowance for the window',
@@ -171,6 +169,6 @@ export const serviceMetrics = ({
       setUp: (backend, up) => backendUp.labels({ backend: labelOf(backend) }).set(up ? 1 : 0),
       rateLimited: () => rejections.inc(),
     },
-    exposition: { contentType: registry.contentType, scrape: () => registry.metrics() },
+    exposition: { contentType: registry.contentType, scrape: exposition(registry, [durations, backendCalls]) },
   };
 };

@@ -83,7 +83,8 @@ export const Owner = {
 /** A retried create is safe: the same id with the same name and tag is the same plant. */
 export const samePlant = (a: Plant, b: Plant): boolean => a.id === b.id && a.name === b.name && a.tag === b.tag;
 
-export const plant = (id: PlantId, name: PlantName, tag: PlantTag | undefined): Plant =>
+/** A plant of checked fields; an absent tag is left out, not kept as undefined. */
+export const plant = ({ id, name, tag }: { id: PlantId; name: PlantName; tag?: PlantTag | undefined }): Plant =>
   tag === undefined ? { id, name } : { id, name, tag };
 
 /** Ascending order by id, exact over the whole int64 range. */

@@ -92,9 +92,7 @@ export const decodeNewPlant = (body: unknown): E.Either<FieldRuleBroken, Plant> 
   if (!isJsonObject(body)) {
     return E.left({ _tag: 'FieldRuleBroken', field: 'body', rule: 'must be a JSON object' });
   }
-  return E.bimap(describe, (b: t.TypeOf<typeof NewPlantMembers>) => plant(b.id, b.name, b.tag))(
-    NewPlantMembers.decode(pickMembers(body)),
-  );
+  return E.bimap(describe, plant)(NewPlantMembers.decode(pickMembers(body)));
 };
 
 /** A query parameter: absent, or given exactly once. */

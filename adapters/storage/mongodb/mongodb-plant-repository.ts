@@ -76,7 +76,7 @@ const decodeStored = (doc: unknown): Plant => {
   const plantTag = tag === undefined ? E.right(undefined) : PlantTag.from('tag', tag);
   if (E.isLeft(plantId) || E.isLeft(plantName) || E.isLeft(plantTag))
     throw new Error('a stored plant breaks a domain rule');
-  return plant(plantId.right, plantName.right, plantTag.right);
+  return plant({ id: plantId.right, name: plantName.right, tag: plantTag.right });
 };
 
 /** The adapter's own bound on a call, for a driver that does not give up in time. */

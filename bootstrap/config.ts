@@ -62,8 +62,15 @@ export type MongoConfig = { readonly kind: 'mongodb' } & Omit<MongoOptions, 'log
 /** Decodes the whole configuration, or throws ConfigError with the one line to print. */
 export const loadConfig = (env: Env): Config => {
   const storageKind = get(env, variables.STORAGE);
+  const port = get(env, variables.PORT);
+  const metricsPort = get(env, variables.METRICS_PORT);
+  if (metricsPort !== undefined && metricsPort === port && port !== 0) {
+    throw new ConfigError(
+      `METRICS_PORT: must differ from PORT (${port}), since /metrics gets a listener of its own (got "${metricsPort}"); for example METRICS_PORT=${variables.METRICS_PORT.example}`,
+    );
+  }
   return {
-    port: get(env, variables.PORT),
+    port,
     host: get(env, variables.HOST),
     logLevel: get(env, variables.LOG_LEVEL),
     bodyLimit: get(env, variables.BODY_LIMIT),
@@ -91,7 +98,7 @@ export const loadConfig = (env: Env): Config => {
     },
     readinessTimeoutMs: get(env, variables.READINESS_TIMEOUT_MS),
     logFormat: get(env, variables.LOG_FORMAT),
-    metricsPort: get(env, variables.METRICS_PORT),
+    metricsPort,
     corsOrigins: get(env, variables.CORS_ORIGINS),
   };
 };

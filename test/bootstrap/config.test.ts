@@ -116,6 +116,15 @@ test('the HTTP server limits are read from their variables', () => {
   );
 });
 
+test('METRICS_PORT equal to PORT stops start-up as a config error naming both (0, any free port, may repeat)', () => {
+  assert.is(
+    failure({ PORT: '8080', METRICS_PORT: '8080' }),
+    'METRICS_PORT: must differ from PORT (8080), since /metrics gets a listener of its own (got "8080"); for example METRICS_PORT=9464',
+  );
+  assert.is(failure({ METRICS_PORT: '3000' }).split(':')[0], 'METRICS_PORT');
+  assert.is(loadConfig({ PORT: '0', METRICS_PORT: '0' }).metricsPort, 0);
+});
+
 test('a secret value is never repeated in the error line', () => {
   const secret = 'super-secret-token-value';
   const bad = JSON.stringify([{ token: secret + ' with space', owner: 'o', subject: 's', scopes: ['plants:read'] }]);

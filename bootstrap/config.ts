@@ -7,7 +7,7 @@ import type { ServerLimits } from '../adapters/http/transport/server.js';
 import type { MongoOptions } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { JwtOptions } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import type { StaticTokenEntry } from './config/auth-tokens.js';
-import { ConfigError, get, type Env } from './config/readers.js';
+import { ConfigError, get, type Env, type Variable } from './config/readers.js';
 import { variables, type LogLevel } from './config/variables.js';
 
 export { ConfigError, variables, type Env, type StaticTokenEntry };
@@ -61,6 +61,9 @@ export type MongoConfig = { readonly kind: 'mongodb' } & Omit<MongoOptions, 'log
 
 /** Decodes the whole configuration, or throws ConfigError with the one line to print. */
 export const loadConfig = (env: Env): Config => {
+  // Every variable is decoded, also those of a backend not chosen (MONGODB_* with STORAGE=memory, JWT_* with
+  // AUTH=static): a wrong value is a mistake either way, and says so before anything starts.
+  for (const variable of Object.values(variables) as Array<Variable<unknown>>) get(env, variable);
   const storageKind = get(env, variables.STORAGE);
   const port = get(env, variables.PORT);
   const metricsPort = get(env, variables.METRICS_PORT);

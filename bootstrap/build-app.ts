@@ -3,6 +3,7 @@ import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import { createHttpApp, type HttpSettings } from '../adapters/http/api/app.js';
 import { exactDispatch } from '../adapters/http/api/exact-dispatch.js';
+import { boundedMethods } from '../adapters/http/api/metrics.js';
 import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/transport/server.js';
 import type { Application } from '../application/application.js';
 import type { Logger } from '../application/ports/logger.js';
@@ -52,8 +53,9 @@ export const buildServer = (
   settings: HttpSettings,
   limits: ServerLimits = defaultServerLimits,
 ): Server => {
-  const http = createHttpApp(app, settings);
-  return createHttpServer(exactDispatch(http), { logger: settings.logger, limits, refused: settings.metrics?.refused });
+  const metrics = settings.metrics === undefined ? undefined : boundedMethods(settings.metrics);
+  const http = createHttpApp(app, { ...settings, ...(metrics === undefined ? {} : { metrics }) });
+  return createHttpServer(exactDispatch(http), { logger: settings.logger, limits, refused: metrics?.refused });
 };
 
 /** Already-built adapters in, an HTTP server out: what main, the tests and the bench start. */

@@ -7,7 +7,7 @@ import type { ServerLimits } from '../adapters/http/transport/server.js';
 import type { MongoOptions } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { JwtOptions } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import type { StaticTokenEntry } from './config/auth-tokens.js';
-import { ConfigError, get, type Env } from './config/readers.js';
+import { ConfigError, get, type Env, type Variable } from './config/readers.js';
 import { variables, type LogLevel } from './config/variables.js';
 
 export { ConfigError, variables, type Env, type StaticTokenEntry };
@@ -61,9 +61,19 @@ export type MongoConfig = { readonly kind: 'mongodb' } & Omit<MongoOptions, 'log
 
 /** Decodes the whole configuration, or throws ConfigError with the one line to print. */
 export const loadConfig = (env: Env): Config => {
+  // Every variable is decoded, also those of a backend not chosen (MONGODB_* with STORAGE=memory, JWT_* with
+  // AUTH=static): a wrong value is a mistake either way, and says so before anything starts.
+  for (const variable of Object.values(variables) as Array<Variable<unknown>>) get(env, variable);
   const storageKind = get(env, variables.STORAGE);
+  const port = get(env, variables.PORT);
+  const metricsPort = get(env, variables.METRICS_PORT);
+  if (metricsPort !== undefined && metricsPort === port && port !== 0) {
+    throw new ConfigError(
+      `METRICS_PORT: must differ from PORT (${port}), since /metrics gets a listener of its own (got "${metricsPort}"); for example METRICS_PORT=${variables.METRICS_PORT.example}`,
+    );
+  }
   return {
-    port: get(env, variables.PORT),
+    port,
     host: get(env, variables.HOST),
     logLevel: get(env, variables.LOG_LEVEL),
     bodyLimit: get(env, variables.BODY_LIMIT),
@@ -91,7 +101,7 @@ export const loadConfig = (env: Env): Config => {
     },
     readinessTimeoutMs: get(env, variables.READINESS_TIMEOUT_MS),
     logFormat: get(env, variables.LOG_FORMAT),
-    metricsPort: get(env, variables.METRICS_PORT),
+    metricsPort,
     corsOrigins: get(env, variables.CORS_ORIGINS),
   };
 };

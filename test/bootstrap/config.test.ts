@@ -1,3 +1,4 @@
+import * as E from 'fp-ts/lib/Either.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
@@ -114,6 +115,29 @@ test('the HTTP server limits are read from their variables', () => {
     failure({ HEADERS_TIMEOUT_MS: '40000' }),
     'HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS (30000) (got "40000"); for example HEADERS_TIMEOUT_MS=10000',
   );
+});
+
+test('METRICS_PORT equal to PORT stops start-up as a config error naming both (0, any free port, may repeat)', () => {
+  assert.is(
+    failure({ PORT: '8080', METRICS_PORT: '8080' }),
+    'METRICS_PORT: must differ from PORT (8080), since /metrics gets a listener of its own (got "8080"); for example METRICS_PORT=9464',
+  );
+  assert.is(failure({ METRICS_PORT: '3000' }).split(':')[0], 'METRICS_PORT');
+  assert.is(loadConfig({ PORT: '0', METRICS_PORT: '0' }).metricsPort, 0);
+});
+
+test('every variable is decoded, also those of a backend not chosen', () => {
+  const bad = '!!not a value!!';
+  for (const variable of Object.values(variables)) {
+    if (E.isRight((variable.read as (raw: string) => E.Either<string, unknown>)(bad))) continue; // any text will do
+    assert.throws(
+      () => loadConfig({ [variable.name]: bad }),
+      (e: unknown) => e instanceof ConfigError,
+      variable.name,
+    );
+  }
+  assert.match(failure({ STORAGE: 'memory', MONGODB_JOURNAL: 'yes' }), /^MONGODB_JOURNAL: must be true or false/);
+  assert.match(failure({ AUTH: 'static', JWT_CLOCK_TOLERANCE_S: '-1' }), /^JWT_CLOCK_TOLERANCE_S: /);
 });
 
 test('a secret value is never repeated in the error line', () => {

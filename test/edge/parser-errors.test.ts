@@ -150,6 +150,20 @@ it('a chunked body with bad framing is 400, with the caller request id', async (
   assert.is(res.headers['x-request-id'], 'bad-chunk-1');
 });
 
+it('a transfer coding other than chunked (gzip, chunked) is 400, and its body creates nothing', async (svc) => {
+  const body = '{"id": 4150, "name": "coded"}';
+  const res = await expectFailure(
+    svc,
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nContent-Type: application/json\r\n` +
+      `Transfer-Encoding: gzip, chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    400,
+    /^TRANSFER_ENCODING$/,
+  );
+  assert.match(res.body, /chunked/);
+  const listed = await svc.call('GET', '/plants', { token: svc.token.alice });
+  assert.not.match(listed.text, /coded/);
+});
+
 it('CONNECT is 501: this is not a proxy', async (svc) => {
   const res = await expectFailure(svc, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 501);
   assert.match(res.body, /CONNECT/);

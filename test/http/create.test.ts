@@ -202,6 +202,19 @@ for (const backend of storageBackends()) {
     }
   });
 
+  test('a body with a Content-Encoding other than identity is 415 and stores nothing', async ({ svc }) => {
+    for (const coding of ['gzip', 'br', 'deflate, gzip']) {
+      const id = anId();
+      const res = await post(svc, JSON.stringify({ id, name: 'coded' }), { 'content-encoding': coding });
+      assert.is(res.status, 415, coding);
+      assert.match(messageOf(res), /^content-encoding: /);
+      assert.is(res.headers.get('accept-encoding'), 'identity');
+      assert.is((await svc.call('DELETE', `/plants/${id}`, { token: svc.token.alice })).status, 404, coding);
+    }
+    const res = await post(svc, JSON.stringify({ id: anId(), name: 'plain' }), { 'content-encoding': 'Identity' });
+    assert.is(res.status, 200);
+  });
+
   test('a body of exactly the limit is read; one byte more is 413', async ({ svc }) => {
     const base = JSON.stringify({ id: anId(), name: 'x' });
     const exact = base.slice(0, -1) + ' '.repeat(16384 - base.length) + '}';

@@ -1,3 +1,5 @@
+import { connect } from 'node:net';
+import * as E from 'fp-ts/lib/Either.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
@@ -153,6 +155,71 @@ faults('/readyz is 503 naming the backend that does not answer, never its addres
     assert.is((await storage.call('GET', '/healthz')).status, 200, 'liveness is not readiness');
   } finally {
     await Promise.all([storage.close(), tokens.close(), both.close()]);
+  }
+});
+
+/**
+ * Sends `request` on a socket of its own, waits until `arrived` says the service has it, then closes the socket (or
+ * resets it: then nothing can be answered on it).
+ */
+const sendAndLeave = async (port: number, request: string, arrived: () => boolean, reset = false): Promise<void> => {
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  socket.write(request);
+  for (let i = 0; i < 200 && !arrived(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(arrived(), 'the service got the request');
+  if (reset) socket.resetAndDestroy();
+  else socket.destroy();
+  await new Promise((r) => setTimeout(r, 50));
+};
+
+faults('a request whose client leaves before its answer still gets its one log line (499) and is counted', async () => {
+  let asked = false;
+  let answer: () => void = () => undefined;
+  const memory = memoryPlantRepository();
+  const slow: PlantRepository = {
+    ...memory,
+    page: () => () => {
+      asked = true;
+      return new Promise((resolve) => (answer = () => resolve(E.right({ plants: [], more: false }))));
+    },
+  };
+  const observed: Array<[string, string, number]> = [];
+  const svc = await startService({ plants: slow, metrics: { observe: (m, r, s) => void observed.push([m, r, s]) } });
+  try {
+    const head = (id: string, extra: string) =>
+      `Host: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nX-Request-Id: ${id}\r\n${extra}\r\n`;
+    await sendAndLeave(svc.port, `GET /plants HTTP/1.1\r\n${head('left-early', '')}`, () => asked);
+    answer();
+    await new Promise((r) => setTimeout(r, 50));
+    const lines = svc.logs().filter((l) => l['reqId'] === 'left-early');
+    assert.is(lines.length, 1);
+    assert.is(lines[0]?.['status'], 499);
+    assert.is(lines[0]?.['answer'], 200);
+    assert.is(lines[0]?.['route'], 'GET /plants');
+    assert.equal(observed.at(-1), ['GET', 'GET /plants', 499]);
+
+    // A body cut short: a closed connection is answered 400 below the app (and logged there once); a reset one
+    // cannot be answered, and is logged 499 here.
+    const body = '{"id": 1, "name": "never finished"}';
+    for (const [id, reset, status] of [
+      ['cut-mid-body', false, 400],
+      ['reset-mid-body', true, 499],
+    ] as const) {
+      const extra = `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n`;
+      const sentAt = Date.now(); // by 100 ms the service waits for the rest of the body
+      await sendAndLeave(
+        svc.port,
+        `POST /plants HTTP/1.1\r\n${head(id, extra)}${body.slice(0, 10)}`,
+        () => Date.now() - sentAt > 100,
+        reset,
+      );
+      const midBody = svc.logs().filter((l) => l['reqId'] === id);
+      assert.is(midBody.length, 1, id);
+      assert.is(midBody[0]?.['status'], status, id);
+    }
+  } finally {
+    await svc.close();
   }
 });
 

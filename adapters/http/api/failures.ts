@@ -9,6 +9,7 @@ import type { MissingScope } from '../../../domain/principal.js';
 export type HttpFailure =
   | { readonly _tag: 'MissingCredentials' }
   | { readonly _tag: 'UnsupportedMediaType' }
+  | { readonly _tag: 'UnsupportedContentEncoding' }
   | { readonly _tag: 'PayloadTooLarge'; readonly limit: number }
   | { readonly _tag: 'MalformedBody'; readonly reason: string }
   | { readonly _tag: 'RouteNotFound' }
@@ -122,6 +123,13 @@ export const toResponse = (failure: Failure): FailureResponse => {
       };
     case 'UnsupportedMediaType':
       return { status: 415, message: 'content-type: must be application/json' };
+    case 'UnsupportedContentEncoding':
+      // RFC 9110 §15.5.16: Accept-Encoding names the codings that would have been accepted.
+      return {
+        status: 415,
+        message: 'content-encoding: send the body uncompressed; no content coding is supported',
+        headers: { 'accept-encoding': 'identity' },
+      };
     case 'StorageFull':
       return { status: 507, message: 'storage: the store is full; no plant can be created until plants are deleted' };
     case 'InternalError':

@@ -16,6 +16,8 @@ export interface Exchange extends Request {
   route: string;
   owner?: string;
   rate?: RateDecision;
+  /** Logged as closed before its answer (see `Responder.closed`). */
+  closedLogged?: true;
 }
 
 export type Handler = (req: Exchange, res: ServerResponse) => Promise<void> | void;
@@ -59,7 +61,16 @@ export interface Responder {
     headers?: Readonly<Record<string, string>>,
   ) => void;
   readonly fail: (req: Exchange, res: ServerResponse, failure: Failure) => void;
+  /**
+   * The exchange's connection closed before its response could be sent (the client gave up, or the shutdown bound
+   * cut it): still one log line and one observation, with nginx's 499 and the status it would have had (`answer`).
+   * Nothing when a response was sent after all (the server answered below the app, a 408, and logged that).
+   */
+  readonly closed: (req: Exchange, res: ServerResponse, answer?: number) => void;
 }
+
+/** nginx's status for a request whose connection closed before its response: logged and counted, never sent. */
+export const CLOSED_BEFORE_ANSWER = 499;
 
 export interface ResponderSettings {
   readonly logger: Logger;
@@ -70,8 +81,27 @@ export interface ResponderSettings {
 }
 
 export const responder = ({ logger, metrics, cors }: ResponderSettings): Responder => {
+  const closed: Responder['closed'] = (req, res, answer) => {
+    if (req.closedLogged === true || res.headersSent) return;
+    req.closedLogged = true;
+    const ms = performance.now() - req.startedAt;
+    metrics?.observe(req.method ?? 'GET', req.route, CLOSED_BEFORE_ANSWER, ms / 1000);
+    logger.info(
+      {
+        reqId: req.id,
+        method: req.method,
+        route: req.route,
+        status: CLOSED_BEFORE_ANSWER,
+        answer,
+        ms: Math.round(ms * 100) / 100,
+        owner: req.owner,
+      },
+      'request',
+    );
+  };
   const send: Responder['send'] = (req, res, status, body, headers) => {
-    if (res.headersSent || res.destroyed) return;
+    if (res.headersSent) return;
+    if (res.destroyed) return closed(req, res, status);
     // One flat header list and one writeHead: cheaper than a setHeader per field.
     const fields: string[] = ['x-request-id', req.id, 'x-content-type-options', 'nosniff'];
     if (headers?.['cache-control'] === undefined) fields.push('cache-control', 'no-store');
@@ -97,6 +127,7 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
   };
   return {
     send,
+    closed,
     ok: (req, res, body, headers) => send(req, res, 200, body, headers),
     fail: (req, res, failure) => {
       const { status, message, headers } = toResponse(failure);

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
 import type { HttpFailure } from '../api/failures.js';
 
-type BodyFailure = Extract<HttpFailure, { _tag: 'UnsupportedMediaType' | 'PayloadTooLarge' | 'MalformedBody' }>;
+type BodyFailure = Extract<HttpFailure, { _tag: 'PayloadTooLarge' | 'MalformedBody' }>;
 
 /** `application/json`, optionally with parameters; a charset other than UTF-8 is refused rather than misread. */
 export const isJsonContentType = (header: string | undefined): boolean => {
@@ -15,6 +15,13 @@ export const isJsonContentType = (header: string | undefined): boolean => {
     return name.trim().toLowerCase() !== 'charset' || /^"?utf-8"?$/i.test(value.trim());
   });
 };
+
+/**
+ * No content coding, or `identity`. The body is read as it arrives: a gzip or br body would be taken for its
+ * compressed bytes (a 400 about UTF-8 that misleads), and a plain body mislabelled as coded would be stored.
+ */
+export const isIdentityEncoding = (header: string | undefined): boolean =>
+  header === undefined || header.trim().toLowerCase() === 'identity';
 
 /**
  * Reads the body up to `limit` bytes. A declared Content-Length over the limit is refused before a byte is read;

@@ -162,7 +162,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           '409': error('The owner already has a plant with this id and a different name or tag; nothing was changed.'),
           '413': error(`The body is larger than ${bodyLimit} bytes; it is not read, and the connection is closed.`),
           '415': error(
-            'Content-Type is not application/json (parameters such as charset=utf-8 are allowed; another charset is not).',
+            'Content-Type is not application/json (parameters such as charset=utf-8 are allowed; another charset is not), or the body has a Content-Encoding other than identity (send it uncompressed).',
           ),
           ...serverFailures,
           '507': error(

@@ -29,10 +29,12 @@ export const originForm = (target: string): string | undefined => {
 };
 
 /**
- * What is wrong with the request's Host and Authorization fields, with its log code; undefined when nothing is.
- * HTTP/1.1 needs exactly one Host field (RFC 9112 §3.2 asks for a 400), HTTP/1.0 at most one. Two Authorization
- * fields are refused too: Node would serve the first, a proxy in front may have read the last, and the two may name
- * different tenants.
+ * What is wrong with the request's Host, Authorization and Transfer-Encoding fields, with its log code; undefined
+ * when nothing is. HTTP/1.1 needs exactly one Host field (RFC 9112 §3.2 asks for a 400), HTTP/1.0 at most one. Two
+ * Authorization fields are refused too: Node would serve the first, a proxy in front may have read the last, and the
+ * two may name different tenants. Node's parser lets a transfer coding before `chunked` through (`gzip, chunked`) and
+ * hands on the body still coded; no coding but chunked is understood here (RFC 9112 §6.1), so such a body is refused
+ * like every other Transfer-Encoding the parser refuses, rather than read as if it were not coded.
  */
 export const badFields = (req: IncomingMessage): { readonly reason: string; readonly code: string } | undefined => {
   const raw = req.rawHeaders;
@@ -47,6 +49,10 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
     return { reason: 'send exactly one Host header', code: 'HOST' };
   }
   if (authorizations > 1) return { reason: 'send at most one Authorization header', code: 'AUTHORIZATION' };
+  const coding = req.headers['transfer-encoding'];
+  if (coding !== undefined && coding.toLowerCase() !== 'chunked') {
+    return { reason: 'no transfer coding other than chunked is supported', code: 'TRANSFER_ENCODING' };
+  }
   return undefined;
 };
 

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { Application } from '../../../../application/application.js';
 import { createPlantScope } from '../../../../application/use-cases/create-plant.js';
-import { isJsonContentType, readBody } from '../../formats/body.js';
+import { isIdentityEncoding, isJsonContentType, readBody } from '../../formats/body.js';
 import { decodeNewPlant } from '../../formats/codecs.js';
 import { quotaHeaders } from '../failures.js';
 import { parseJson } from '../../formats/json.js';
@@ -14,13 +14,16 @@ import type { Handler, Responder } from '../respond.js';
  * quota, 507). With a quota, a 200 carries the owner's Quota-Limit and Quota-Used.
  */
 export const createPlantHandler =
-  (app: Application, { ok, fail }: Responder, authorize: Authorize, bodyLimit: number): Handler =>
+  (app: Application, { ok, fail, closed }: Responder, authorize: Authorize, bodyLimit: number): Handler =>
   async (req, res) => {
     const principal = await authorize(req, res, createPlantScope);
     if (principal === undefined) return;
     if (!isJsonContentType(req.headers['content-type'])) return fail(req, res, { _tag: 'UnsupportedMediaType' });
+    if (!isIdentityEncoding(req.headers['content-encoding'])) {
+      return fail(req, res, { _tag: 'UnsupportedContentEncoding' });
+    }
     const bytes = await readBody(req, res, bodyLimit);
-    if (bytes === undefined) return; // the client went away
+    if (bytes === undefined) return closed(req, res); // the client went away mid-body
     // Plain checks rather than E.flatMap: fp-ts's data-first `dual` copies `arguments` into an array on every call.
     if (E.isLeft(bytes)) return fail(req, res, bytes.left);
     const json = parseJson(bytes.right);

@@ -1,8 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { IError, Middleware, Polka, Request } from 'polka';
 
-/** Exact (method, path) pairs remembered at most; past it, requests still go through polka, just without the shortcut. */
-const MAX_REMEMBERED = 256;
+/**
+ * Exact (method, path) pairs remembered at most; past it, requests still go through polka, just without the shortcut.
+ * Room for every method Node's parser accepts (34) on every exact route (8 today): a client that sends odd methods
+ * first cannot keep `GET /plants` off the shortcut.
+ */
+const MAX_REMEMBERED = 1024;
 
 /**
  * A shortcut in front of polka's own dispatch, for requests to a path that polka routes without parameters

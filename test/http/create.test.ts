@@ -196,7 +196,12 @@ for (const backend of storageBackends()) {
     });
     // fetch labels a string body text/plain when no type is given
     assert.is(none.status, 415);
-    for (const type of ['application/json; charset=utf-8', 'Application/JSON', 'application/json;charset="UTF-8"']) {
+    for (const type of [
+      'application/json; charset=utf-8',
+      'Application/JSON',
+      'application/json;charset="UTF-8"',
+      'application/json; charset=utf8',
+    ]) {
       const res = await post(svc, JSON.stringify({ id: anId(), name: 'x' }), { 'content-type': type });
       assert.is(res.status, 200, type);
     }

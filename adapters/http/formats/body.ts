@@ -4,7 +4,7 @@ import type { HttpFailure } from '../api/failures.js';
 
 type BodyFailure = Extract<HttpFailure, { _tag: 'PayloadTooLarge' | 'MalformedBody' }>;
 
-/** `application/json`, optionally with parameters; a charset other than UTF-8 is refused rather than misread. */
+/** `application/json`, optionally with parameters; a charset other than UTF-8 (`utf-8`, or its alias `utf8`) is refused rather than misread. */
 export const isJsonContentType = (header: string | undefined): boolean => {
   if (header === undefined) return false;
   if (header === 'application/json') return true; // the usual spelling, without splitting it
@@ -12,7 +12,7 @@ export const isJsonContentType = (header: string | undefined): boolean => {
   if (type.trim().toLowerCase() !== 'application/json') return false;
   return params.every((param) => {
     const [name = '', value = ''] = param.split('=');
-    return name.trim().toLowerCase() !== 'charset' || /^"?utf-8"?$/i.test(value.trim());
+    return name.trim().toLowerCase() !== 'charset' || /^"?utf-?8"?$/i.test(value.trim());
   });
 };
 

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import * as assert from 'uvu/assert';
+import type { Logger } from '../../application/ports/logger.js';
+import {
+  COLLECTION,
+  SLOT_INDEX_NAME,
+  type MongodbPlantRepository,
+} from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import type { Owner } from '../../domain/plant.js';
+import { aPlant, freshOwner, right } from '../support/fixtures.js';
+import { ferretDbServers, mongoInstance } from '../support/storage-backends.js';
+import { suiteWith } from '../support/suites.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+
+/**
+ * The slot index rebuilt under running processes (adapters/storage/mongodb/indexes.ts). While it was missing, two
+ * processes may have put plants of one owner in the same slot; the process that rebuilds it moves all but one of each
+ * to outside slots (they are kept, and count). Every other process remembers the owner's slots without those outside
+ * plants, so it must drop what it remembers before it admits another create, or the owner grows past its bound. It
+ * learns of the rebuild either by seeing the index missing itself, or by the rebuilt index's new name.
+ *
+ * Process B (an adapter instance behind a TCP proxy, so that the test decides what it can see) knows an owner of 3
+ * plants; the index is dropped; 6 plants are stored under B's slots (what other processes do without the index); a
+ * process A started then mends them (3 inside, 6 outside: 9 of a bound of 10) and rebuilds the index. Of 20 creates
+ * through B afterwards exactly one may store. A B that kept its map would store 7 (16 plants).
+ */
+const MAX = 10;
+
+interface Line {
+  readonly level: 'info' | 'warn' | 'error';
+  readonly message: string;
+}
+const capture = () => {
+  const lines: Line[] = [];
+  const logger: Logger = {
+    debug: () => undefined,
+    info: (_f, message) => void lines.push({ level: 'info', message }),
+    warn: (_f, message) => void lines.push({ level: 'warn', message }),
+    error: (_f, message) => void lines.push({ level: 'error', message }),
+  };
+  return { logger, lines };
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The chunks a client sends that carry the command `name`. */
+const carries = (name: string) => {
+  const marker = Buffer.from(`\u0002${name}\u0000`, 'latin1');
+  return (chunk: Buffer) => chunk.includes(marker);
+};
+
+/** Polls `ready` every 25 ms until it holds; fails with `what` after `withinMs`. */
+const until = async (what: string, ready: () => Promise<boolean> | boolean, withinMs = 10_000) => {
+  const end = Date.now() + withinMs;
+  while (!(await ready())) {
+    assert.ok(Date.now() < end, `${what} (within ${withinMs} ms)`);
+    await sleep(25);
+  }
+};
+
+/**
+ * What B can see of the rebuild:
+ * - `rename only`: B's index checks are held on the wire from before the drop until A has rebuilt: B never sees the
+ *   index missing, only the rebuilt index's name;
+ * - `gap, then A's index`: B sees the index missing, but its own build is held until A's is in place: B then finds an
+ *   index it did not build;
+ * - `two rebuilds`: as `rename only`, and after A's rebuild the index is dropped once more and A rebuilds it again,
+ *   with nothing left to mend, before B looks.
+ */
+type Sight = 'rename only' | 'gap, then A' | 'two rebuilds';
+
+for (const { name, setup } of ferretDbServers()) {
+  const { test, subject, run } = suiteWith(
+    `MongoDB slot index rebuilt under running processes [${name}]`,
+    typeof setup === 'function'
+      ? async () => {
+          const { uri, port } = await setup();
+          const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000, useBigInt64: true });
+          return { uri, port, admin, teardown: () => admin.close() };
+        }
+      : setup,
+  );
+
+  const slotIndexes = async (admin: MongoClient, db: string): Promise<string[]> =>
+    (await admin.db(db).collection(COLLECTION).listIndexes().toArray())
+      .map((i) => String(i['name']))
+      .filter((n) => n.startsWith(SLOT_INDEX_NAME));
+  const dropSlotIndexes = async (admin: MongoClient, db: string) => {
+    for (const name of await slotIndexes(admin, db)) await admin.db(db).collection(COLLECTION).dropIndex(name);
+  };
+
+  const scenario = async (ctx: Parameters<typeof subject>[0], sight: Sight) => {
+    const { uri, port, admin } = subject(ctx);
+    const db = `plantstore_rebuild_${randomUUID().slice(0, 8)}`;
+    const proxy: TcpProxy = await startTcpProxy(port);
+    const seen = capture();
+    const b = mongoInstance(`mongodb://127.0.0.1:${proxy.port}/`, db, { logger: seen.logger });
+    let a: MongodbPlantRepository | undefined;
+    const plants = admin.db(db).collection(COLLECTION);
+    const owner: Owner = freshOwner();
+    try {
+      for (let id = 1n; id <= 3n; id++) {
+        assert.equal(await right(b.repository.insert(owner, aPlant(id), MAX)), { _tag: 'Inserted', count: Number(id) });
+      }
+      const before = await slotIndexes(admin, db);
+      const slotsOfB = (await plants.find({ owner }).toArray()).map((d) => Number(d['slot']));
+
+      if (sight === 'gap, then A') proxy.holdUpstream(carries('createIndexes'));
+      else {
+        proxy.holdUpstream(carries('listIndexes'));
+        await sleep(300); // an index check already on its way has been answered before the drop
+      }
+      await dropSlotIndexes(admin, db);
+      // What two processes store without the index: plants of the owner in slots B already holds.
+      await plants.insertMany(
+        Array.from({ length: 6 }, (_, i) => ({ owner, id: BigInt(100 + i), name: `gap ${i}`, slot: slotsOfB[i % 3] })),
+      );
+      if (sight === 'gap, then A') {
+        await until('B sees the index missing', () =>
+          seen.lines.some((l) => l.level === 'warn' && /went missing/.test(l.message)),
+        );
+      }
+
+      // A process started now mends the shared slots and builds the index anew.
+      a = mongoInstance(uri, db);
+      await right(a.repository.ping);
+      const rebuilt = await slotIndexes(admin, db);
+      assert.is(rebuilt.length, 1, `one slot index: ${rebuilt.join(', ')}`);
+      assert.not.equal(rebuilt, before, 'the rebuilt index has a new name');
+      assert.is(await plants.countDocuments({ owner, slot: { $gte: MAX } }), 6, 'six plants mended to outside slots');
+      if (sight === 'two rebuilds') {
+        await dropSlotIndexes(admin, db);
+        await until('A puts the index back again', async () => (await slotIndexes(admin, db)).length === 1);
+      }
+
+      proxy.releaseAll();
+      await until('B answers its readiness check', async () => (await b.repository.ping())._tag === 'Right');
+      if (sight !== 'gap, then A') {
+        assert.not.ok(
+          seen.lines.some((l) => /went missing/.test(l.message)),
+          'the premise: B never saw the index missing',
+        );
+      }
+
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => right(b.repository.insert(owner, aPlant(200n + BigInt(i)), MAX))),
+      );
+      const inserted = outcomes.filter((o) => o._tag === 'Inserted').length;
+      const stored = await plants.countDocuments({ owner });
+      assert.is(inserted, 1, `of 20 creates through B at 9 of ${MAX}, ${inserted} stored (${stored} plants kept)`);
+      assert.is(stored, MAX);
+      for (const o of outcomes) if (o._tag !== 'Inserted') assert.equal(o, { _tag: 'OwnerFull', count: MAX });
+    } finally {
+      proxy.releaseAll();
+      await Promise.all([b.close(), a?.close()]);
+      await proxy.close();
+      await admin.db(db).dropDatabase();
+    }
+  };
+
+  test('a process that never saw the index missing drops its slot maps once it sees the rebuilt index’s new name', (ctx) =>
+    scenario(ctx, 'rename only'));
+
+  run();
+}

@@ -4,6 +4,7 @@ import * as assert from 'uvu/assert';
 import type { Logger } from '../../application/ports/logger.js';
 import {
   COLLECTION,
+  INDEX_NAME,
   SLOT_INDEX_NAME,
   type MongodbPlantRepository,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
@@ -18,7 +19,8 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
  * processes may have put plants of one owner in the same slot; the process that rebuilds it moves all but one of each
  * to outside slots (they are kept, and count). Every other process remembers the owner's slots without those outside
  * plants, so it must drop what it remembers before it admits another create, or the owner grows past its bound. It
- * learns of the rebuild either by seeing the index missing itself, or by the rebuilt index's new name.
+ * learns of the rebuild by the name of the index it finds (every build names it anew): at its periodic look, or in its
+ * own rebuild when it saw the index missing and another process's index was in place first.
  *
  * Process B (an adapter instance behind a TCP proxy, so that the test decides what it can see) knows an owner of 3
  * plants; the index is dropped; 6 plants are stored under B's slots (what other processes do without the index); a
@@ -159,6 +161,53 @@ for (const { name, setup } of ferretDbServers()) {
 
   test('a process that never saw the index missing drops its slot maps once it sees the rebuilt index’s new name', (ctx) =>
     scenario(ctx, 'rename only'));
+
+  test('a process that saw the index missing, whose own build found the index another process had rebuilt, drops its slot maps', (ctx) =>
+    scenario(ctx, 'gap, then A'));
+
+  test('two rebuilds before a process looks (the second with nothing to mend): it still drops its slot maps', (ctx) =>
+    scenario(ctx, 'two rebuilds'));
+
+  test('plants stored in one slot again while the index is being rebuilt: mended again, without an error line', async (ctx) => {
+    const { port, admin } = subject(ctx);
+    const db = `plantstore_rebuild_${randomUUID().slice(0, 8)}`;
+    const proxy = await startTcpProxy(port);
+    const seen = capture();
+    const plants = admin.db(db).collection(COLLECTION);
+    const owner = freshOwner();
+    let a: MongodbPlantRepository | undefined;
+    try {
+      // Left by a slot index dropped under processes: two plants of the owner in one slot.
+      await plants.createIndex({ owner: 1, id: 1 }, { unique: true, name: INDEX_NAME });
+      await plants.insertMany([1n, 2n].map((id) => ({ owner, id, name: `plant ${id}`, slot: 0 })));
+      // A process starts; its second try at the slot index (after its first mend) is held on the wire while a process
+      // that has not noticed the missing index yet stores two more plants in one slot.
+      let slotBuilds = 0;
+      proxy.holdUpstream(
+        (chunk) => carries('createIndexes')(chunk) && chunk.includes(SLOT_INDEX_NAME) && ++slotBuilds >= 2,
+      );
+      a = mongoInstance(`mongodb://127.0.0.1:${proxy.port}/`, db, { logger: seen.logger });
+      await until('the second try at the slot index is on the wire', () => proxy.links().some((l) => l.held()));
+      await plants.insertMany([3n, 4n].map((id) => ({ owner, id, name: `plant ${id}`, slot: 1 })));
+      proxy.releaseAll();
+      await until('A answers its readiness check', async () => (await a?.repository.ping())?._tag === 'Right');
+      const errors = seen.lines.filter((l) => l.level === 'error');
+      assert.equal(errors, [], 'no error line (nothing for an operator to do)');
+      assert.ok(
+        seen.lines.some((l) => l.level === 'warn' && /and 2 plants sharing one/.test(l.message)),
+        JSON.stringify(seen.lines),
+      );
+      assert.is((await slotIndexes(admin, db)).length, 1);
+      assert.is(await plants.countDocuments({ owner }), 4, 'every plant is kept');
+      assert.is(await plants.countDocuments({ owner, slot: { $gte: 3 } }), 2, 'two of them moved outside');
+      assert.equal(await right(a.repository.insert(owner, aPlant(5n), 3)), { _tag: 'OwnerFull', count: 4 });
+    } finally {
+      proxy.releaseAll();
+      await a?.close();
+      await proxy.close();
+      await admin.db(db).dropDatabase();
+    }
+  });
 
   run();
 }

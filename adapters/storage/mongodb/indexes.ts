@@ -1,10 +1,11 @@
+import { randomInt } from 'node:crypto';
 import { MongoServerError, type Collection, type Document, type ObjectId, type WriteConcernSettings } from 'mongodb';
 import type { Logger } from '../../../application/ports/logger.js';
 import { isDuplicateKey, isUnavailable } from './mongodb-errors.js';
 import { outsideSlot } from './owner-slots.js';
 
 export const INDEX_NAME = 'owner_1_id_1_unique';
-/** The slot index's name, or its prefix: a rebuilt one gets a suffix, so that other processes notice the rebuild. */
+/** The prefix of the slot index's name: each build names it anew, so that other processes notice a rebuild. */
 export const SLOT_INDEX_NAME = 'owner_1_slot_1_unique';
 
 /**
@@ -22,6 +23,8 @@ const OLD_SENTINEL_OWNER = '\u0001plant-store:unique-index-sentinel';
 const NAMESPACE_NOT_FOUND = 26;
 /** Documents mended per round trip (each is a command of its own, sent together). */
 const MEND_BATCH = 100;
+/** Mends of shared slots per build before the build gives up for its backoff (see `build`). */
+const MEND_ROUNDS = 3;
 
 /** The indexes cannot be put in place until an operator acts; the log says what to do. Answered as a 503. */
 export class IndexUnusable extends Error {}
@@ -207,6 +210,17 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     return last;
   };
 
+  /**
+   * Takes the slot indexes as now listed. Another name than the one seen last means another process rebuilt the index
+   * (and may have mended slots) since: every map of an owner's slots may miss outside plants, and is dropped. That
+   * holds whether this process noticed it in its periodic look or while building the index itself.
+   */
+  const adopt = (slots: string): void => {
+    const changed = slotGeneration !== undefined && slots !== slotGeneration;
+    slotGeneration = slots;
+    if (changed) options.onSlotsChanged();
+  };
+
   const createSlotIndex = async (name: string): Promise<void> => {
     await collection.createIndex(SLOT_SPEC.key, { unique: true, name });
   };
@@ -229,32 +243,34 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
       // The slot index is missing (a new collection, a dropped index or collection, or data from before slots).
       let slotless = await mendSlotless();
       let duplicates = 0;
-      // Mended slots are outside plants that the maps of running processes do not know of. A rebuild that mended some
-      // names the index anew, so that every other process notices (see `look`) and drops its maps. (Legacy plants
-      // mended at a first start need no new name: no process holds a map before its first build.)
-      const name = () =>
-        duplicates > 0 || (slotless > 0 && slotGeneration !== undefined)
-          ? `${SLOT_SPEC.name}_${Date.now().toString(36)}`
-          : SLOT_SPEC.name;
+      // Mended slots are outside plants that the maps of running processes do not know of, and a process that did
+      // not see the index missing learns of a rebuild only by its name (see `look`). So every build gets a name never
+      // used before: a name seen again would hide the rebuilds between (say two, before another process looks).
+      const name = `${SLOT_SPEC.name}_${Date.now().toString(36)}${randomInt(36 ** 4)
+        .toString(36)
+        .padStart(4, '0')}`;
       const cannot = (e: MongoServerError) =>
         refuse(
-          `the quota's index on {owner: 1, slot: 1} cannot be built (${brief(e.errmsg ?? e.message)}); drop any other index on {owner: 1, slot: 1} and the service builds its own`,
+          `the quota's index on {owner: 1, slot: 1} cannot be built (${brief(e.errmsg ?? e.message)}); drop any other index on {owner: 1, slot: 1} and the service creates its own`,
         );
-      try {
-        await createSlotIndex(name());
-      } catch (e) {
-        if (isUnavailable(e) || !(e instanceof MongoServerError)) throw e;
-        // Another process may have built it meanwhile (under another name): that is as good.
-        if ((await inspect()).slots === '') {
+      for (let mends = 0; ; mends++) {
+        try {
+          await createSlotIndex(name);
+          break;
+        } catch (e) {
+          if (isUnavailable(e) || !(e instanceof MongoServerError)) throw e;
+          // Another process may have built it meanwhile (under another name): that is as good.
+          if ((await inspect()).slots !== '') break;
           if (!isDuplicateKey(e)) cannot(e);
-          duplicates = await mendDuplicateSlots();
-          slotless += await mendSlotless();
-          try {
-            await createSlotIndex(name());
-          } catch (again) {
-            if (isUnavailable(again) || !(again instanceof MongoServerError)) throw again;
-            if ((await inspect()).slots === '') cannot(again);
+          // Plants share slots: mend them. Processes that have not noticed the missing index yet may store more such
+          // plants meanwhile (each notices within recheckMs), so the build is tried again after each mend.
+          if (mends >= MEND_ROUNDS) {
+            refuse(
+              `the quota's index on {owner: 1, slot: 1} cannot be built: plants of one owner kept sharing a slot after ${MEND_ROUNDS} rounds of mending (${brief(e.errmsg ?? e.message)}); the service mends them again by itself`,
+            );
           }
+          duplicates += await mendDuplicateSlots();
+          slotless += await mendSlotless();
         }
       }
       if (duplicates + slotless > 0) {
@@ -270,7 +286,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
       if (after.slots === '') refuse("the quota's index on {owner: 1, slot: 1} was not built; see the server's log");
       slotGeneration = after.slots;
       options.onSlotsChanged();
-    } else slotGeneration = found.slots;
+    } else adopt(found.slots);
     state = { kind: 'ok', checkedAt: Date.now() };
     if (wasRefused) logger.info({ storage: 'mongodb', index: INDEX_NAME }, RECOVERED);
   };
@@ -289,10 +305,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     const { idProblem, slots } = await inspect();
     const problem = idProblem ?? (slots === '' ? 'there is no unique index on {owner: 1, slot: 1}' : undefined);
     if (problem === undefined) {
-      if (slots !== slotGeneration) {
-        slotGeneration = slots;
-        options.onSlotsChanged();
-      }
+      adopt(slots);
       if (state.kind === 'refused') logger.info({ storage: 'mongodb', index: INDEX_NAME }, RECOVERED);
       state = { kind: 'ok', checkedAt: Date.now() };
       return;

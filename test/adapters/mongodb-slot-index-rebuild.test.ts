@@ -209,5 +209,43 @@ for (const { name, setup } of ferretDbServers()) {
     }
   });
 
+  test('another process’s build of the slot index under its own name, not listed yet (MongoDB lists an index once built): waited for, without an error line', async (ctx) => {
+    const { port, admin } = subject(ctx);
+    const db = `plantstore_rebuild_${randomUUID().slice(0, 8)}`;
+    const proxy = await startTcpProxy(port);
+    const seen = capture();
+    const plants = admin.db(db).collection(COLLECTION);
+    let a: MongodbPlantRepository | undefined;
+    try {
+      await plants.createIndex({ owner: 1, id: 1 }, { unique: true, name: INDEX_NAME });
+      // A's build of the slot index waits on the wire while another process builds its own, under another name: A
+      // is answered IndexOptionsConflict (85). On MongoDB that index is listed only once built; here A's look at the
+      // listed indexes waits until that index is gone again, so A sees what it would see there: none yet.
+      proxy.holdUpstream((chunk) => carries('createIndexes')(chunk) && chunk.includes(SLOT_INDEX_NAME));
+      a = mongoInstance(`mongodb://127.0.0.1:${proxy.port}/`, db, { logger: seen.logger });
+      await until('A’s build of the slot index is on the wire', () => proxy.links().some((l) => l.held()));
+      await plants.createIndex({ owner: 1, slot: 1 }, { unique: true, name: `${SLOT_INDEX_NAME}_other` });
+      proxy.releaseAll();
+      proxy.holdUpstream(carries('listIndexes'));
+      await until('A looks at the listed indexes after the conflict', () => proxy.links().some((l) => l.held()));
+      await plants.dropIndex(`${SLOT_INDEX_NAME}_other`);
+      proxy.releaseAll();
+      await until('A answers its readiness check', async () => (await a?.repository.ping())?._tag === 'Right');
+      assert.equal(
+        seen.lines.filter((l) => l.level === 'error'),
+        [],
+        'no error line',
+      );
+      assert.is((await slotIndexes(admin, db)).length, 1);
+      const owner = freshOwner();
+      assert.equal(await right(a.repository.insert(owner, aPlant(1n), 1)), { _tag: 'Inserted', count: 1 });
+    } finally {
+      proxy.releaseAll();
+      await a?.close();
+      await proxy.close();
+      await admin.db(db).dropDatabase();
+    }
+  });
+
   run();
 }

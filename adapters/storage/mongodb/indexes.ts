@@ -25,6 +25,9 @@ const NAMESPACE_NOT_FOUND = 26;
 const MEND_BATCH = 100;
 /** Mends of shared slots per build before the build gives up for its backoff (see `build`). */
 const MEND_ROUNDS = 3;
+const INDEX_OPTIONS_CONFLICT = 85;
+/** How long a build waits for another process's build of the slot index that is not listed yet (see `build`). */
+const OTHERS_BUILD_WAIT_MS = 60_000;
 
 /** The indexes cannot be put in place until an operator acts; the log says what to do. Answered as a 503. */
 export class IndexUnusable extends Error {}
@@ -119,8 +122,10 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
    * The indexes as the server lists them: what is wrong with the (owner, id) index (undefined: ours and unique), and
    * the names of the unique slot indexes ('' when there is none).
    */
-  const inspect = async (): Promise<{ idProblem?: string; slots: string }> => {
+  const inspect = async (): Promise<{ idProblem?: string; slots: string; slotKeyed: boolean }> => {
     const indexes = await listed();
+    /** Whether any index on {owner: 1, slot: 1} is listed, whatever its name and options. */
+    const slotKeyed = indexes.some((i) => sameKey(i['key'], SLOT_SPEC.key));
     const slots = indexes
       .filter(
         (i) => String(i['name']).startsWith(SLOT_SPEC.name) && sameKey(i['key'], SLOT_SPEC.key) && i['unique'] === true,
@@ -129,20 +134,22 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
       .sort()
       .join(',');
     const ours = indexes.find((i) => i['name'] === INDEX_NAME);
-    if (ours === undefined) return { idProblem: `there is no index named ${INDEX_NAME}`, slots };
+    if (ours === undefined) return { idProblem: `there is no index named ${INDEX_NAME}`, slots, slotKeyed };
     if (!sameKey(ours['key'], ID_SPEC.key)) {
       return {
         idProblem: `an index named ${INDEX_NAME} exists on other keys (${JSON.stringify(ours['key'])}); drop it and the service creates its own`,
         slots,
+        slotKeyed,
       };
     }
     if (ours['unique'] !== true) {
       return {
         idProblem: `an index named ${INDEX_NAME} on {owner: 1, id: 1} exists but is not unique; drop it and the service creates its own`,
         slots,
+        slotKeyed,
       };
     }
-    return { slots };
+    return { slots, slotKeyed };
   };
 
   const refuse = (problem: string): never => {
@@ -253,24 +260,37 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
         refuse(
           `the quota's index on {owner: 1, slot: 1} cannot be built (${brief(e.errmsg ?? e.message)}); drop any other index on {owner: 1, slot: 1} and the service creates its own`,
         );
-      for (let mends = 0; ; mends++) {
+      let mends = 0;
+      const othersBuildBy = Date.now() + OTHERS_BUILD_WAIT_MS;
+      for (;;) {
         try {
           await createSlotIndex(name);
           break;
         } catch (e) {
           if (isUnavailable(e) || !(e instanceof MongoServerError)) throw e;
-          // Another process may have built it meanwhile (under another name): that is as good.
-          if ((await inspect()).slots !== '') break;
-          if (!isDuplicateKey(e)) cannot(e);
-          // Plants share slots: mend them. Processes that have not noticed the missing index yet may store more such
-          // plants meanwhile (each notices within recheckMs), so the build is tried again after each mend.
-          if (mends >= MEND_ROUNDS) {
-            refuse(
-              `the quota's index on {owner: 1, slot: 1} cannot be built: plants of one owner kept sharing a slot after ${MEND_ROUNDS} rounds of mending (${brief(e.errmsg ?? e.message)}); the service mends them again by itself`,
-            );
+          const now = await inspect();
+          // Another process built it meanwhile (under another name): that is as good.
+          if (now.slots !== '') break;
+          if (isDuplicateKey(e)) {
+            // Plants share slots: mend them. Processes that have not noticed the missing index yet may store more
+            // such plants meanwhile (each notices within recheckMs), so the build is tried again after each mend.
+            if (mends++ >= MEND_ROUNDS) {
+              refuse(
+                `the quota's index on {owner: 1, slot: 1} cannot be built: plants of one owner kept sharing a slot after ${MEND_ROUNDS} rounds of mending (${brief(e.errmsg ?? e.message)}); the service mends them again by itself`,
+              );
+            }
+            duplicates += await mendDuplicateSlots();
+            slotless += await mendSlotless();
+            continue;
           }
-          duplicates += await mendDuplicateSlots();
-          slotless += await mendSlotless();
+          // "An index on these keys exists under another name", and none is listed: another process is building its
+          // own (MongoDB lists an index only once it is built, and refuses a second name for the same keys even
+          // while the first is being built). Wait for it: look again, and try again (it may also have been given up).
+          if (Number(e.code) === INDEX_OPTIONS_CONFLICT && !now.slotKeyed && Date.now() < othersBuildBy) {
+            await new Promise((resolve) => setTimeout(resolve, 250));
+            continue;
+          }
+          cannot(e);
         }
       }
       if (duplicates + slotless > 0) {

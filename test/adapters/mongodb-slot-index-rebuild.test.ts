@@ -63,7 +63,7 @@ const until = async (what: string, ready: () => Promise<boolean> | boolean, with
  * What B can see of the rebuild:
  * - `rename only`: B's index checks are held on the wire from before the drop until A has rebuilt: B never sees the
  *   index missing, only the rebuilt index's name;
- * - `gap, then A's index`: B sees the index missing, but its own build is held until A's is in place: B then finds an
+ * - `gap, then A`: B sees the index missing, but its own build is held until A's is in place: B then finds an
  *   index it did not build;
  * - `two rebuilds`: as `rename only`, and after A's rebuild the index is dropped once more and A rebuilds it again,
  *   with nothing left to mend, before B looks.
@@ -109,7 +109,7 @@ for (const { name, setup } of ferretDbServers()) {
       if (sight === 'gap, then A') proxy.holdUpstream(carries('createIndexes'));
       else {
         proxy.holdUpstream(carries('listIndexes'));
-        await sleep(300); // an index check already on its way has been answered before the drop
+        await sleep(500); // an index check already on its way has been answered before the drop
       }
       await dropSlotIndexes(admin, db);
       // What two processes store without the index: plants of the owner in slots B already holds.

@@ -3,8 +3,10 @@
  * the MongoDB adapter with the default quota (10,000 per owner), side by side with the bare driver's `insertOne` of
  * the same document into the same collection, on one FerretDB (SQLite handler, or PostgreSQL with `--postgres`),
  * 16 concurrent clients, for an owner with no plants and for one at 75% of its quota (the adapter's creates rotate
- * over such owners, 2,400 creates each, so that none reaches its quota). Rounds alternate (driver, adapter, driver, adapter...)
- * in one collection, so both see the same collection size. `--adapter`
+ * over such owners, 24% of the quota each (2,400), so that none reaches its quota). Rounds alternate (driver,
+ * adapter, driver, adapter...) in one collection, so both see the same collection size. `--quota N`, `--owners N`
+ * (per case; default 32 empty ones and 10 at 75%) and `--clients N` shrink it (test/bench/creates-smoke.test.ts runs
+ * it in a few seconds that way); each client makes at least one create per round. `--adapter`
  * loads the adapter from another build's dist/ (say, the tree before a change) to compare. Each round opens a new
  * adapter instance, as a process just started, and makes each owner's first create before the clock runs (one load
  * of its slots, which on FerretDB/SQLite reads the whole collection; its time is printed apart). Prints medians.
@@ -27,8 +29,20 @@ const seconds = Number(arg('--seconds') ?? 5);
 const rounds = Number(arg('--rounds') ?? 3);
 const onPostgres = process.argv.includes('--postgres');
 const dist = resolve(arg('--adapter') ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
-const CLIENTS = 16;
-const QUOTA = 10_000;
+const CLIENTS = Number(arg('--clients') ?? 16);
+const QUOTA = Number(arg('--quota') ?? 10_000);
+const OWNERS = arg('--owners');
+for (const [name, value] of [
+  ['--seconds', seconds],
+  ['--rounds', rounds],
+  ['--clients', CLIENTS],
+  ['--quota', QUOTA],
+  ['--owners', Number(OWNERS ?? 1)],
+] as const) {
+  if (!(value > 0) || (name !== '--seconds' && !Number.isInteger(value))) {
+    throw new Error(`${name} must be a positive ${name === '--seconds' ? 'number' : 'integer'}`);
+  }
+}
 const COLLECTION = 'plants';
 
 interface AdapterModule {
@@ -80,15 +94,19 @@ const seed = async (owner: string, n: number) => {
  * Creates of one target within a round, rotating over its owners: each takes `PER_OWNER` creates, then the next
  * one, so that the fill stays between the case's and that plus `PER_OWNER` (the quota is never reached).
  */
-const PER_OWNER = 2400;
+const PER_OWNER = Math.max(1, Math.floor((QUOTA * 24) / 100));
 /** Owners per case: an empty one costs nothing to prepare; one at 75% costs 7,500 plants to seed. */
-const ownersFor = (fill: number) => (fill === 0 ? 32 : 10);
+const ownersFor = (fill: number) => (OWNERS !== undefined ? Number(OWNERS) : fill === 0 ? 32 : 10);
 
-/** `CLIENTS` loops creating distinct plants for `seconds`; creates per second that were stored. */
+/**
+ * `CLIENTS` loops creating distinct plants for `seconds` (each at least one), or until `room` creates are taken (the
+ * owners' room, when the parameters are small); creates per second that were stored, over the time it ran.
+ */
 const drive = async (
   create: (owner: number, id: bigint) => Promise<boolean>,
   secs = seconds,
-): Promise<{ rate: number; failed: number }> => {
+  room = Number.POSITIVE_INFINITY,
+): Promise<{ rate: number; failed: number; outOfRoom: boolean }> => {
   let next = 0;
   let stored = 0;
   let failed = 0;
@@ -96,14 +114,15 @@ const drive = async (
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CLIENTS }, async () => {
-      while (performance.now() < until) {
+      do {
         const n = next++;
+        if (n >= room) return;
         if (await create(Math.floor(n / PER_OWNER), BigInt(1_000_000 + n))) stored++;
         else failed++;
-      }
+      } while (performance.now() < until);
     }),
   );
-  return { rate: stored / ((performance.now() - started) / 1000), failed };
+  return { rate: stored / ((performance.now() - started) / 1000), failed, outOfRoom: next > room };
 };
 
 /** The bare driver has no quota to run into: its owners take turns all the same, without plants of their own. */
@@ -125,7 +144,6 @@ const bare = (owners: readonly string[]) => (owner: number, id: bigint) =>
     );
 const viaAdapter = (repository: PlantRepository, owners: readonly string[]) => async (owner: number, id: bigint) => {
   const plant: Plant = { id: id as PlantId, name: `plant ${id}` as PlantName };
-  if (owner >= owners.length) throw new Error('more creates than the owners have room for: raise ownersFor');
   const outcome = await repository.insert(owners[owner] as Owner, plant, QUOTA)();
   return outcome._tag === 'Right' && outcome.right._tag === 'Inserted';
 };
@@ -138,11 +156,11 @@ const median = (xs: number[]) => {
 
 try {
   console.log(
-    `creates per second, ${CLIENTS} concurrent clients, ${rounds} rounds of ${seconds} s, FerretDB ${pg === undefined ? 'SQLite' : 'PostgreSQL'}; adapter from ${dist}`,
+    `creates per second, ${CLIENTS} concurrent clients, quota ${QUOTA}, ${rounds} rounds of ${seconds} s, FerretDB ${pg === undefined ? 'SQLite' : 'PostgreSQL'}; adapter from ${dist}`,
   );
   for (const [label, fill] of [
     ['owner with no plants', 0],
-    ['owner at 75% of its quota', (QUOTA * 3) / 4],
+    ['owner at 75% of its quota', Math.floor((QUOTA * 3) / 4)],
   ] as const) {
     const driverOwners = Array.from({ length: ownersFor(fill) }, (_, i) => `bench-driver-${fill}-${i}`);
     const adapterOwners = Array.from({ length: ownersFor(fill) }, (_, i) => `bench-adapter-${fill}-${i}`);
@@ -155,7 +173,7 @@ try {
       try {
         // Not counted: the pool's connections, and the adapter's first create of each owner (one load of its
         // slots, which on FerretDB/SQLite reads the whole collection); timed and shown apart.
-        await drive(bare(driverOwners), 1).catch(() => undefined);
+        await drive(bare(driverOwners), Math.min(1, seconds)).catch(() => undefined);
         await collection.deleteMany({ id: { $gte: 1_000_000n } });
         const cold: number[] = [];
         for (const owner of adapterOwners) {
@@ -168,11 +186,11 @@ try {
           cold.push(performance.now() - t0);
         }
         const d = await drive(bare(driverOwners));
-        const a = await drive(viaAdapter(store.repository, adapterOwners));
+        const a = await drive(viaAdapter(store.repository, adapterOwners), seconds, adapterOwners.length * PER_OWNER);
         rates[0].push(d.rate);
         rates[1].push(a.rate);
         console.log(
-          `  ${label}, round ${round}: bare insertOne ${d.rate.toFixed(0)}/s${d.failed ? ` (${d.failed} failed)` : ''}, adapter ${a.rate.toFixed(0)}/s${a.failed ? ` (${a.failed} not stored)` : ''}; an owner's first create ${Math.round(Math.max(...cold))} ms at most (${(await collection.estimatedDocumentCount()).toLocaleString('en')} plants stored)`,
+          `  ${label}, round ${round}: bare insertOne ${d.rate.toFixed(0)}/s${d.failed ? ` (${d.failed} failed)` : ''}, adapter ${a.rate.toFixed(0)}/s${a.failed ? ` (${a.failed} not stored)` : ''}${a.outOfRoom ? " (stopped early: the owners' room ran out, raise --owners)" : ''}; an owner's first create ${Math.round(Math.max(...cold))} ms at most (${(await collection.estimatedDocumentCount()).toLocaleString('en')} plants stored)`,
         );
       } finally {
         await store.close();

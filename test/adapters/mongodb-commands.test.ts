@@ -8,15 +8,9 @@ import {
   type MongodbPlantRepository,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { PlantId } from '../../domain/plant.js';
-import {
-  ferretDbBinary,
-  postgresBinaries,
-  sharedFerretDb,
-  sharedFerretDbOnPostgres,
-  type RunningServer,
-} from '../../harness/servers.js';
 import { aPlant, freshOwner, right } from '../support/fixtures.js';
-import { suiteWith, type Setup } from '../support/suites.js';
+import { ferretDbServers } from '../support/storage-backends.js';
+import { suiteWith } from '../support/suites.js';
 
 /**
  * Round trips per operation, counted by the driver's command monitoring: what the storage sends for a create, an
@@ -27,18 +21,10 @@ import { suiteWith, type Setup } from '../support/suites.js';
 const MAX = 10_000;
 const FILLS = [10, 5000, 9999] as const;
 
-const ferret = ferretDbBinary();
-const backends: Array<{ name: string; setup: Setup<{ server: RunningServer }> }> = [
-  { name: 'SQLite', setup: 'skip' in ferret ? ferret : async () => ({ server: await sharedFerretDb(ferret.bin) }) },
-  {
-    name: 'PostgreSQL',
-    setup: (() => {
-      if ('skip' in ferret) return ferret;
-      const pg = postgresBinaries();
-      return 'skip' in pg ? pg : async () => ({ server: await sharedFerretDbOnPostgres(ferret.bin, pg) });
-    })(),
-  },
-];
+const backends = ferretDbServers().map(({ name, setup }) => ({
+  name: name === 'FerretDB' ? 'SQLite' : 'PostgreSQL',
+  setup: typeof setup === 'function' ? async () => ({ server: await setup() }) : setup,
+}));
 
 /** The commands `run` sends, by name, in order. */
 const commandsOf = async (store: MongodbPlantRepository, run: () => Promise<unknown>): Promise<string[]> => {

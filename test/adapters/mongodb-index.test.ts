@@ -171,6 +171,16 @@ test('a non-unique index under our own name: reported (not taken for the unique 
   );
 });
 
+test('a non-unique {owner, slot} index under another name: one error line saying to drop it (not taken for another process’s build), then recovery', async (ctx) => {
+  await refusedIndexCase(
+    ctx,
+    async (admin, db) =>
+      void (await admin.db(db).collection(COLLECTION).createIndex({ owner: 1, slot: 1 }, { name: 'by_owner_slot' })),
+    async (admin, db) => void (await admin.db(db).collection(COLLECTION).dropIndex('by_owner_slot')),
+    /drop any other index on \{owner: 1, slot: 1\}/,
+  );
+});
+
 test('two stored plants with one owner and id: reported as duplicates to remove, then recovery once one is gone', async (ctx) => {
   await refusedIndexCase(
     ctx,

@@ -1,5 +1,6 @@
 import { MongoClient } from 'mongodb';
 import * as assert from 'uvu/assert';
+import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import { COLLECTION } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { startService, type Service } from '../support/http.js';
 import { ferretDbBinary, startFerretDb, type RunningServer } from '../../harness/servers.js';
@@ -27,6 +28,7 @@ interface Subject {
   readonly server: RunningServer;
   readonly proxy: TcpProxy;
   readonly svc: Service;
+  readonly repo: PlantRepository;
   readonly db: string;
   readonly teardown: () => Promise<void>;
 }
@@ -44,6 +46,7 @@ const { test, subject, run } = suiteWith<Subject>(
           server,
           proxy,
           svc,
+          repo,
           db,
           teardown: async () => {
             proxy.releaseAll();
@@ -63,8 +66,11 @@ type Op =
 const marker = (name: string) => Buffer.from(`\u0002${name}\u0000`, 'latin1');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test('no acknowledged plant is lost and nothing deleted comes back', async (ctx) => {
-  const { svc, proxy, server, db } = subject(ctx);
+/**
+ * The soak on `svc`: with `bound`, the service runs with that quota (MAX_PLANTS_PER_OWNER), a 403 is a definite
+ * "not stored", and the owner's plants, counted every 50 ms while it runs and at the end, never exceed it.
+ */
+const soak = async ({ svc, proxy, server, db }: Subject, bound?: number) => {
   const token = svc.token.alice;
   const owner = svc.principal.alice.owner;
   const history = new Map<number, Op[]>();
@@ -133,10 +139,32 @@ test('no acknowledged plant is lost and nothing deleted comes back', async (ctx)
     faultsOver = true;
   };
 
-  await Promise.all([faults(), ...Array.from({ length: 8 }, (_, w) => worker(w + 1))]);
-  // Let anything still on the wire land before the stored plants are read.
-  proxy.releaseAll();
-  await Promise.race([Promise.all(proxy.links().map((l) => l.whenClosed())), sleep(1000)]);
+  // With a bound: the owner's plants counted all along (a count that fails while the store is down is skipped).
+  const counter = new MongoClient(server.uri, { serverSelectionTimeoutMS: 300, socketTimeoutMS: 1000 });
+  let counting = bound !== undefined;
+  let most = 0;
+  const count = async () => {
+    while (counting) {
+      const n = await counter
+        .db(db)
+        .collection(COLLECTION)
+        .countDocuments({ owner })
+        .catch(() => 0);
+      most = Math.max(most, n);
+      await sleep(50);
+    }
+  };
+  const counted = count();
+  try {
+    await Promise.all([faults(), ...Array.from({ length: 8 }, (_, w) => worker(w + 1))]);
+    // Let anything still on the wire land before the stored plants are read.
+    proxy.releaseAll();
+    await Promise.race([Promise.all(proxy.links().map((l) => l.whenClosed())), sleep(1000)]);
+  } finally {
+    counting = false;
+    await counted;
+    await counter.close();
+  }
 
   const admin = new MongoClient(server.uri, { serverSelectionTimeoutMS: 5000 });
   try {
@@ -169,8 +197,9 @@ test('no acknowledged plant is lost and nothing deleted comes back', async (ctx)
         assert.ok(unknownNames.length > 0, `a 409 needs an earlier create of outcome unknown: ${story}`);
         assert.is(names.length, 1, `the conflicting plant ${id} is stored: ${story}`);
         lateLandings++;
-      } else if (last?.kind === 'delete') {
-        assert.ok(last.status === 204 || last.status === 404, story);
+      } else if (last?.kind === 'delete' || (bound !== undefined && last?.kind === 'create' && last.status === 403)) {
+        // Deleted, or refused at the bound: nothing, unless a create of outcome unknown landed late.
+        assert.ok(last.kind === 'create' || last.status === 204 || last.status === 404, story);
         if (names.length === 1) {
           assert.ok(unknownNames.includes(names[0] as string), `deleted plant ${id} came back: ${story}`);
           lateLandings++;
@@ -186,13 +215,35 @@ test('no acknowledged plant is lost and nothing deleted comes back', async (ctx)
       }
     }
     for (const id of stored.keys()) assert.ok(history.has(id), `plant ${id} was never created`);
+    const refused = [...history.values()].flat().filter((o) => o.kind === 'create' && o.status === 403).length;
     process.stdout.write(
-      `\n  soak: ${history.size} ids, ${[...history.values()].reduce((a, o) => a + o.length, 0)} requests, ` +
-        `${deletesAnswered503} deletes and ${unknownCreates} creates answered 503, ${lateLandings} late creates landed\n`,
+      `\n  soak${bound === undefined ? '' : ` at a quota of ${bound}`}: ${history.size} ids, ` +
+        `${[...history.values()].reduce((a, o) => a + o.length, 0)} requests, ` +
+        `${deletesAnswered503} deletes and ${unknownCreates} creates answered 503, ${lateLandings} late creates landed` +
+        `${bound === undefined ? '' : `, ${refused} creates refused at the quota, at most ${most} plants counted, ${docs.length} at the end`}\n`,
     );
     assert.ok(deletesAnswered503 > 0, 'the soak held deletes on the wire');
+    if (bound !== undefined) {
+      assert.ok(refused > 0, 'the owner reached its quota');
+      assert.ok(
+        most <= bound && docs.length <= bound,
+        `at most ${bound} plants: ${most} counted, ${docs.length} at the end`,
+      );
+    }
   } finally {
     await admin.close();
+  }
+};
+
+test('no acknowledged plant is lost and nothing deleted comes back', (ctx) => soak(subject(ctx)));
+
+test('with a quota of 30: the same, 403 is a definite "not stored", and the owner never holds more than 30 plants', async (ctx) => {
+  const under = subject(ctx);
+  const svc = await startService({ plants: under.repo, maxPlantsPerOwner: 30 });
+  try {
+    await soak({ ...under, svc }, 30);
+  } finally {
+    await svc.close();
   }
 });
 

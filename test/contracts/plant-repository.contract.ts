@@ -396,6 +396,43 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
     assert.ok(kept <= 5, `at most 5 kept, got ${kept}`);
   });
 
+  test('creates and deletes of the same ids racing over three instances: exactly what was acknowledged is stored, within the bound', async (ctx) => {
+    const owner = freshOwner();
+    const instances = peers(ctx);
+    const on = (i: number) => instances[i % instances.length] as PlantRepository;
+    const raced = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const id = BigInt(i);
+        const [first, removed, second] = await Promise.all([
+          right(on(i).insert(owner, aPlant(id, 'first'), 10)),
+          right(on(i + 1).remove(owner, id as PlantId)),
+          right(on(i + 2).insert(owner, aPlant(id, 'second'), 10)),
+        ]);
+        return { id, first, removed, second };
+      }),
+    );
+    const kept = await readAll(repo(ctx), owner, 1000);
+    let inserted = 0;
+    for (const { id, first, removed, second } of raced) {
+      const story = `${id}: ${JSON.stringify([first, removed, second], (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`;
+      const acknowledged = [first, second].flatMap((o, k) =>
+        o._tag === 'Inserted' ? [k === 0 ? 'first' : 'second'] : [],
+      );
+      inserted += acknowledged.length;
+      if (removed) assert.ok(acknowledged.length > 0, `a plant was there to delete: ${story}`);
+      for (const o of [first, second]) {
+        if (o._tag === 'Exists')
+          assert.ok(acknowledged.includes(o.stored.name), `Exists shows a stored plant: ${story}`);
+      }
+      const here = kept.filter((p) => p.id === id);
+      assert.ok(here.length <= 1, story);
+      if (here[0] !== undefined) assert.ok(acknowledged.includes(here[0].name), `kept as acknowledged: ${story}`);
+    }
+    const removed = raced.filter((r) => r.removed).length;
+    assert.is(kept.length, inserted - removed, 'every acknowledged create and delete, nothing else');
+    assert.ok(kept.length <= 10, `at most 10 kept, got ${kept.length}`);
+  });
+
   test('50 concurrent inserts of distinct ids without a bound all store', async (ctx) => {
     const owner = freshOwner();
     const outcomes = await Promise.all(

@@ -4,16 +4,26 @@ import { MongoClient } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import type { Owner, Plant } from '../../domain/plant.js';
+import type { Logger } from '../../application/ports/logger.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import {
   COLLECTION,
   INDEX_NAME,
   mongodbPlantRepository,
   SLOT_INDEX_NAME,
+  type MongodbPlantRepository,
+  type MongoOptions,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { RepositorySetup, RepositoryUnderTest, StoreDrift } from '../contracts/plant-repository.contract.js';
 import { right } from './fixtures.js';
-import { ferretDbBinary, postgresBinaries, sharedFerretDb, sharedFerretDbOnPostgres } from '../../harness/servers.js';
+import type { Setup } from './suites.js';
+import {
+  ferretDbBinary,
+  postgresBinaries,
+  sharedFerretDb,
+  sharedFerretDbOnPostgres,
+  type RunningServer,
+} from '../../harness/servers.js';
 
 /**
  * Every storage adapter the suites run against on this machine: memory, FerretDB on SQLite and on PostgreSQL, and
@@ -30,18 +40,28 @@ const quiet = pino({ level: 'silent' });
 const CONTRACT_RECHECK_MS = 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * One adapter instance (one service process) on `db`, as the contract's are: a 2 s storage timeout, a quiet logger and
+ * an index check every 100 ms, unless `extra` says otherwise.
+ */
+export const mongoInstance = (
+  uri: string,
+  db: string,
+  extra: Partial<Omit<MongoOptions, 'uri' | 'db'>> & { readonly logger?: Logger } = {},
+): MongodbPlantRepository =>
+  mongodbPlantRepository({
+    uri,
+    db,
+    timeoutMs: 2000,
+    writeConcern: 'majority',
+    journal: true,
+    logger: quiet,
+    indexRecheckMs: CONTRACT_RECHECK_MS,
+    ...extra,
+  });
+
 const instancesOn = (uri: string, db: string, count: number) =>
-  Array.from({ length: count }, () =>
-    mongodbPlantRepository({
-      uri,
-      db,
-      timeoutMs: 2000,
-      writeConcern: 'majority',
-      journal: true,
-      logger: quiet,
-      indexRecheckMs: CONTRACT_RECHECK_MS,
-    }),
-  );
+  Array.from({ length: count }, () => mongoInstance(uri, db));
 
 /** The contract's MongoDB subject: three adapter instances on a database of their own, as three processes. */
 const mongoPeers = async (uri: string): Promise<RepositoryUnderTest> => {
@@ -148,23 +168,33 @@ export const mongoRepository = async (
   };
 };
 
-export const storageBackends = (): StorageBackend[] => {
+/**
+ * The FerretDB servers the MongoDB suites run against on this machine, shared by the run: its SQLite handler
+ * (`FerretDB`) and its PostgreSQL handler (`FerretDB/PostgreSQL`), or why each is skipped here.
+ */
+export const ferretDbServers = (): Array<{ readonly name: string; readonly setup: Setup<RunningServer> }> => {
   const ferret = ferretDbBinary();
-  const backends: StorageBackend[] = [
-    { name: 'memory', setup: async () => memoryUnderTest() },
+  return [
+    { name: 'FerretDB', setup: 'skip' in ferret ? ferret : () => sharedFerretDb(ferret.bin) },
     {
-      name: 'mongodb on FerretDB',
-      setup: 'skip' in ferret ? ferret : async () => mongoPeers((await sharedFerretDb(ferret.bin)).uri),
-    },
-    {
-      name: 'mongodb on FerretDB/PostgreSQL',
+      name: 'FerretDB/PostgreSQL',
       setup: (() => {
         if ('skip' in ferret) return ferret;
         const pg = postgresBinaries();
         if ('skip' in pg) return pg;
-        return async () => mongoPeers((await sharedFerretDbOnPostgres(ferret.bin, pg)).uri);
+        return () => sharedFerretDbOnPostgres(ferret.bin, pg);
       })(),
     },
+  ];
+};
+
+export const storageBackends = (): StorageBackend[] => {
+  const backends: StorageBackend[] = [
+    { name: 'memory', setup: async () => memoryUnderTest() },
+    ...ferretDbServers().map(({ name, setup }): StorageBackend => ({
+      name: `mongodb on ${name}`,
+      setup: typeof setup === 'function' ? async () => mongoPeers((await setup()).uri) : setup,
+    })),
   ];
   const real = process.env['MONGODB_URI'];
   if (real !== undefined && real !== '')

@@ -1,10 +1,11 @@
+import { randomInt } from 'node:crypto';
 import { MongoServerError, type Collection, type Document, type ObjectId, type WriteConcernSettings } from 'mongodb';
 import type { Logger } from '../../../application/ports/logger.js';
 import { isDuplicateKey, isUnavailable } from './mongodb-errors.js';
 import { outsideSlot } from './owner-slots.js';
 
 export const INDEX_NAME = 'owner_1_id_1_unique';
-/** The slot index's name, or its prefix: a rebuilt one gets a suffix, so that other processes notice the rebuild. */
+/** The prefix of the slot index's name: each build names it anew, so that other processes notice a rebuild. */
 export const SLOT_INDEX_NAME = 'owner_1_slot_1_unique';
 
 /**
@@ -22,6 +23,11 @@ const OLD_SENTINEL_OWNER = '\u0001plant-store:unique-index-sentinel';
 const NAMESPACE_NOT_FOUND = 26;
 /** Documents mended per round trip (each is a command of its own, sent together). */
 const MEND_BATCH = 100;
+/** Mends of shared slots per build before the build gives up for its backoff (see `build`). */
+const MEND_ROUNDS = 3;
+const INDEX_OPTIONS_CONFLICT = 85;
+/** How long a build waits for another process's build of the slot index that is not listed yet (see `build`). */
+const OTHERS_BUILD_WAIT_MS = 60_000;
 
 /** The indexes cannot be put in place until an operator acts; the log says what to do. Answered as a 503. */
 export class IndexUnusable extends Error {}
@@ -116,8 +122,10 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
    * The indexes as the server lists them: what is wrong with the (owner, id) index (undefined: ours and unique), and
    * the names of the unique slot indexes ('' when there is none).
    */
-  const inspect = async (): Promise<{ idProblem?: string; slots: string }> => {
+  const inspect = async (): Promise<{ idProblem?: string; slots: string; slotKeyed: boolean }> => {
     const indexes = await listed();
+    /** Whether any index on {owner: 1, slot: 1} is listed, whatever its name and options. */
+    const slotKeyed = indexes.some((i) => sameKey(i['key'], SLOT_SPEC.key));
     const slots = indexes
       .filter(
         (i) => String(i['name']).startsWith(SLOT_SPEC.name) && sameKey(i['key'], SLOT_SPEC.key) && i['unique'] === true,
@@ -126,20 +134,22 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
       .sort()
       .join(',');
     const ours = indexes.find((i) => i['name'] === INDEX_NAME);
-    if (ours === undefined) return { idProblem: `there is no index named ${INDEX_NAME}`, slots };
+    if (ours === undefined) return { idProblem: `there is no index named ${INDEX_NAME}`, slots, slotKeyed };
     if (!sameKey(ours['key'], ID_SPEC.key)) {
       return {
         idProblem: `an index named ${INDEX_NAME} exists on other keys (${JSON.stringify(ours['key'])}); drop it and the service creates its own`,
         slots,
+        slotKeyed,
       };
     }
     if (ours['unique'] !== true) {
       return {
         idProblem: `an index named ${INDEX_NAME} on {owner: 1, id: 1} exists but is not unique; drop it and the service creates its own`,
         slots,
+        slotKeyed,
       };
     }
-    return { slots };
+    return { slots, slotKeyed };
   };
 
   const refuse = (problem: string): never => {
@@ -207,6 +217,17 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     return last;
   };
 
+  /**
+   * Takes the slot indexes as now listed. Another name than the one seen last means another process rebuilt the index
+   * (and may have mended slots) since: every map of an owner's slots may miss outside plants, and is dropped. That
+   * holds whether this process noticed it in its periodic look or while building the index itself.
+   */
+  const adopt = (slots: string): void => {
+    const changed = slotGeneration !== undefined && slots !== slotGeneration;
+    slotGeneration = slots;
+    if (changed) options.onSlotsChanged();
+  };
+
   const createSlotIndex = async (name: string): Promise<void> => {
     await collection.createIndex(SLOT_SPEC.key, { unique: true, name });
   };
@@ -229,32 +250,47 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
       // The slot index is missing (a new collection, a dropped index or collection, or data from before slots).
       let slotless = await mendSlotless();
       let duplicates = 0;
-      // Mended slots are outside plants that the maps of running processes do not know of. A rebuild that mended some
-      // names the index anew, so that every other process notices (see `look`) and drops its maps. (Legacy plants
-      // mended at a first start need no new name: no process holds a map before its first build.)
-      const name = () =>
-        duplicates > 0 || (slotless > 0 && slotGeneration !== undefined)
-          ? `${SLOT_SPEC.name}_${Date.now().toString(36)}`
-          : SLOT_SPEC.name;
+      // Mended slots are outside plants that the maps of running processes do not know of, and a process that did
+      // not see the index missing learns of a rebuild only by its name (see `look`). So every build gets a name never
+      // used before: a name seen again would hide the rebuilds between (say two, before another process looks).
+      const name = `${SLOT_SPEC.name}_${Date.now().toString(36)}${randomInt(36 ** 4)
+        .toString(36)
+        .padStart(4, '0')}`;
       const cannot = (e: MongoServerError) =>
         refuse(
-          `the quota's index on {owner: 1, slot: 1} cannot be built (${brief(e.errmsg ?? e.message)}); drop any other index on {owner: 1, slot: 1} and the service builds its own`,
+          `the quota's index on {owner: 1, slot: 1} cannot be built (${brief(e.errmsg ?? e.message)}); drop any other index on {owner: 1, slot: 1} and the service creates its own`,
         );
-      try {
-        await createSlotIndex(name());
-      } catch (e) {
-        if (isUnavailable(e) || !(e instanceof MongoServerError)) throw e;
-        // Another process may have built it meanwhile (under another name): that is as good.
-        if ((await inspect()).slots === '') {
-          if (!isDuplicateKey(e)) cannot(e);
-          duplicates = await mendDuplicateSlots();
-          slotless += await mendSlotless();
-          try {
-            await createSlotIndex(name());
-          } catch (again) {
-            if (isUnavailable(again) || !(again instanceof MongoServerError)) throw again;
-            if ((await inspect()).slots === '') cannot(again);
+      let mends = 0;
+      const othersBuildBy = Date.now() + OTHERS_BUILD_WAIT_MS;
+      for (;;) {
+        try {
+          await createSlotIndex(name);
+          break;
+        } catch (e) {
+          if (isUnavailable(e) || !(e instanceof MongoServerError)) throw e;
+          const now = await inspect();
+          // Another process built it meanwhile (under another name): that is as good.
+          if (now.slots !== '') break;
+          if (isDuplicateKey(e)) {
+            // Plants share slots: mend them. Processes that have not noticed the missing index yet may store more
+            // such plants meanwhile (each notices within recheckMs), so the build is tried again after each mend.
+            if (mends++ >= MEND_ROUNDS) {
+              refuse(
+                `the quota's index on {owner: 1, slot: 1} cannot be built: plants of one owner kept sharing a slot after ${MEND_ROUNDS} rounds of mending (${brief(e.errmsg ?? e.message)}); the service mends them again by itself`,
+              );
+            }
+            duplicates += await mendDuplicateSlots();
+            slotless += await mendSlotless();
+            continue;
           }
+          // "An index on these keys exists under another name", and none is listed: another process is building its
+          // own (MongoDB lists an index only once it is built, and refuses a second name for the same keys even
+          // while the first is being built). Wait for it: look again, and try again (it may also have been given up).
+          if (Number(e.code) === INDEX_OPTIONS_CONFLICT && !now.slotKeyed && Date.now() < othersBuildBy) {
+            await new Promise((resolve) => setTimeout(resolve, 250));
+            continue;
+          }
+          cannot(e);
         }
       }
       if (duplicates + slotless > 0) {
@@ -270,7 +306,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
       if (after.slots === '') refuse("the quota's index on {owner: 1, slot: 1} was not built; see the server's log");
       slotGeneration = after.slots;
       options.onSlotsChanged();
-    } else slotGeneration = found.slots;
+    } else adopt(found.slots);
     state = { kind: 'ok', checkedAt: Date.now() };
     if (wasRefused) logger.info({ storage: 'mongodb', index: INDEX_NAME }, RECOVERED);
   };
@@ -289,10 +325,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     const { idProblem, slots } = await inspect();
     const problem = idProblem ?? (slots === '' ? 'there is no unique index on {owner: 1, slot: 1}' : undefined);
     if (problem === undefined) {
-      if (slots !== slotGeneration) {
-        slotGeneration = slots;
-        options.onSlotsChanged();
-      }
+      adopt(slots);
       if (state.kind === 'refused') logger.info({ storage: 'mongodb', index: INDEX_NAME }, RECOVERED);
       state = { kind: 'ok', checkedAt: Date.now() };
       return;

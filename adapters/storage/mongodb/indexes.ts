@@ -155,9 +155,10 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
   const refuse = (problem: string): never => {
     const delayMs = state.kind === 'refused' ? Math.min(state.delayMs * 2, options.retryMaxMs) : options.retryMinMs;
     if (state.kind !== 'refused' || state.problem !== problem) {
+      // The problem names the index it is about: the (owner, id) index or the quota's (owner, slot) one.
       logger.error(
-        { storage: 'mongodb', index: INDEX_NAME, namespace: options.namespace },
-        `storage: the unique index ${INDEX_NAME} on ${options.namespace} cannot be put in place: ${problem}. ` +
+        { storage: 'mongodb', namespace: options.namespace },
+        `storage: the unique indexes on ${options.namespace} cannot be put in place: ${problem}. ` +
           `Until then every storage request answers 503 and /readyz reports storage; the service tries again by ` +
           `itself (backoff up to ${Math.round(options.retryMaxMs / 1000)} s), no restart needed.`,
       );

@@ -5,7 +5,10 @@ import {
   OUTSIDE_FROM,
   outsideSlot,
   OwnerMap,
+  ownerSlots,
+  type SlotStore,
 } from '../../adapters/storage/mongodb/owner-slots.js';
+import type { Plant, PlantId, PlantName } from '../../domain/plant.js';
 
 /** The pieces of the MongoDB quota (owner-slots.ts) that need no server; the rest runs in the storage contract. */
 const test = suite('owner-slots: the map of an owner and duplicate keys');
@@ -53,6 +56,40 @@ test('a duplicate key names the slot index only when MongoDB says so; FerretDB s
   assert.is(attemptOfKeyPattern({ owner: 1, slot: 1 }), 'slot-taken');
   assert.is(attemptOfKeyPattern({ owner: 1, id: 1 }), 'taken');
   assert.is(attemptOfKeyPattern(undefined), 'taken');
+});
+
+test('a create whose insert failed (unknown whether it landed) does not make the next create a 403 from that guess', async () => {
+  const stored = new Map<number, Plant>();
+  let failNext = false;
+  let loads = 0;
+  const store: SlotStore = {
+    load: async () => {
+      loads++;
+      return [...stored.keys()].map((slot) => ({ _id: `doc${slot}`, slot }));
+    },
+    insert: async (_owner, plant, slot) => {
+      if (failNext) {
+        failNext = false;
+        throw new Error('timed out, not applied');
+      }
+      stored.set(slot, plant);
+      return 'inserted';
+    },
+    find: async () => undefined,
+    move: async (moves) => moves.map(() => true),
+  };
+  const slots = ownerSlots(store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  const plantOf = (n: number) => ({ id: BigInt(n) as PlantId, name: `p${n}` as PlantName });
+  const create = (n: number) => slots.insert('alice', 2, plantOf(n), () => undefined, Date.now() + 5_000);
+  assert.is((await create(1))?._tag, 'Inserted');
+  failNext = true;
+  await create(2).then(
+    () => assert.unreachable('the failed insert answers its error'),
+    (e: unknown) => assert.match(String(e), /timed out/),
+  );
+  const loadsBefore = loads;
+  assert.is((await create(3))?._tag, 'Inserted', 'the owner holds 1 of 2: room, though the failed slot looked taken');
+  assert.is(loads, loadsBefore + 1, 'found out by loading the owner again, once');
 });
 
 test.run();

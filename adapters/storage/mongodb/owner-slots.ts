@@ -296,7 +296,15 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
         continue;
       }
       check();
-      const attempt = await store.insert(owner, plant, slot);
+      let attempt: SlotAttempt;
+      try {
+        attempt = await store.insert(owner, plant, slot);
+      } catch (e) {
+        // Whether the plant landed is unknown: its slot stays marked taken (never fewer plants counted than stored),
+        // and the next create that finds the owner full looks again at once, not answer 403 from this guess.
+        map.fullCheckedAt = 0;
+        throw e;
+      }
       if (attempt === 'inserted') return { _tag: 'Inserted', count: map.count };
       if (attempt === 'taken') {
         // Refused by the id or the slot (FerretDB does not say which): a stored plant answers.

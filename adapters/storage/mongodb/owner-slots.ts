@@ -29,7 +29,7 @@ import type { Plant } from '../../../domain/plant.js';
  * an LRU bounded by bytes. In the steady state a create is one `insertOne` into a free slot picked at random from the
  * map, or two (the load, then the insert) for an owner not in the map. A slot another process took answers a
  * duplicate key: the slot is marked taken and another one tried. An owner that looks full is loaded again at most
- * once per `fullRecheckMs` (a delete through this process clears that limit), never on every request.
+ * once per `fullRecheckMs` (a delete through this process, or a failed insert, clears that limit), never on every request.
  */
 
 /** The first outside slot of a plant created without a bound: far above any bound (`MAX_PLANTS_PER_OWNER`). */

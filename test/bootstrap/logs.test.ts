@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert';
 import { runNode, type Started } from '../support/process.js';
 import { redisBinary, startRedis, type RunningServer } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
+import { eventually } from '../support/wait.js';
 
 const TOKEN = 'logs-token-secret-value';
 const base = {
@@ -146,8 +147,9 @@ outage.test(
       await redis.stop();
       for (let i = 0; i < 10; i++) assert.is(await get(), 503);
       await redis.start();
-      const until = Date.now() + 10_000;
-      while ((await get()) !== 401 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      await eventually('the token store answers again (401 for an unknown token)', async () => (await get()) === 401, {
+        everyMs: 100,
+      });
       await svc.waitFor(/"msg":"token store recovered"/);
       const outageLines = lines(svc).filter((l) => /^token store (unavailable|recovered)$/.test(l.msg));
       assert.equal(

@@ -2,6 +2,7 @@ import { connect, createServer as createNetServer } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runNode } from '../support/process.js';
+import { requestsInFlight } from '../support/wait.js';
 
 const test = suite('the service process');
 
@@ -102,7 +103,7 @@ test('SIGTERM finishes the request in flight, closes idle keep-alive connections
   busy.write(
     `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
   );
-  await new Promise((r) => setTimeout(r, 50));
+  await requestsInFlight(`http://127.0.0.1:${port}`); // its headers are read: it is in flight
   svc.child.kill('SIGTERM');
   await svc.waitFor(/"msg":"stopping/);
   let answer = '';

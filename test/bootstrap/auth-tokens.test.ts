@@ -131,6 +131,7 @@ test('the service refuses to start on a repeated secret: exit 1, one line naming
     assert.is(await within(10_000, 'exit', svc.exited), 1);
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
   assert.match(svc.stderr(), /^config: AUTH_TOKENS: entries 1 and 2 have the same secret[^\n]*\n$/);
   assert.not.ok(svc.stderr().includes(SECRET) || svc.stdout().includes(SECRET));

@@ -88,6 +88,7 @@ test('a process whose stdout reader is gone exits 0 on SIGTERM, the first failed
     assert.is(await within(10_000, 'exit after SIGTERM', svc.exited), 0);
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
   assert.is(await accepts(port), false);
 });
@@ -126,6 +127,7 @@ test('/readyz answers within its bound when storage accepts connections and neve
     }
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
     await mongo.close();
   }
 });
@@ -156,6 +158,7 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
     assert.match(svc.stdout(), /"msg":"stopped"/);
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
     await mongo.close();
   }
 });

@@ -53,6 +53,7 @@ test('a refused token is logged at debug with its reason and request id, never w
     assert.not.match(svc.stdout(), new RegExp(`${wrong}|${TOKEN}`));
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 
@@ -79,6 +80,7 @@ test('a rejected JWT is logged at debug with the check that failed', async () =>
     assert.not.match(svc.stdout(), new RegExp(expired.split('.')[2] as string));
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 
@@ -97,6 +99,7 @@ test('the request line names the route template, never the id', async () => {
     assert.not.match(line, /918273645/);
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 
@@ -160,6 +163,7 @@ outage.test(
       assert.is(outageLines[0]?.['level'], 40);
     } finally {
       svc.child.kill('SIGKILL');
+      await svc.exited;
     }
   },
 );
@@ -178,6 +182,7 @@ outage.test('a wrong Redis password is logged with the reason and never the pass
     assert.not.match(svc.stdout() + svc.stderr(), new RegExp(password));
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 

@@ -24,6 +24,7 @@ test('with no configuration it serves on memory with a generated token printed o
     assert.is(svc.stdout().split(token as string).length - 1, 1, 'the token is printed once, and never logged');
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 
@@ -47,6 +48,7 @@ test('a port already in use stops start-up with exit 1', async () => {
     assert.match(second.stderr(), /^start-up failed: .*EADDRINUSE/);
   } finally {
     first.child.kill('SIGKILL');
+    await first.exited;
   }
 });
 
@@ -79,6 +81,7 @@ test('a port in use suggests one that is free now: neither the busy port nor the
   } finally {
     next.close();
     first.child.kill('SIGKILL');
+    await first.exited;
   }
 });
 

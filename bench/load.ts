@@ -1,8 +1,10 @@
 /**
  * The load generator, in a process of its own: drives one target with autocannon and prints one JSON line of
  * requests/s and latency percentiles. Argument: a JSON object {url, token, method, seconds, connections, firstId}.
- * With `probe: N` it sends N GETs one after another on one keep-alive connection instead, and reports latency
- * percentiles with microsecond precision (autocannon's are whole milliseconds).
+ * With `amount: N` it sends exactly N requests instead of running for `seconds`, so that the requests it counts can be
+ * compared with what the server counted (none is cut off in flight at the end). With `probe: N` it sends N GETs one
+ * after another on one keep-alive connection instead, and reports latency percentiles with microsecond precision
+ * (autocannon's are whole milliseconds).
  */
 import { Agent, request } from 'node:http';
 import autocannon from 'autocannon';
@@ -15,6 +17,7 @@ interface LoadSpec {
   readonly connections: number;
   /** POST only: ids count up from here, so every create is a fresh plant. */
   readonly firstId?: number;
+  readonly amount?: number;
   readonly probe?: number;
 }
 
@@ -40,7 +43,10 @@ if (spec.probe !== undefined) {
   for (let i = 0; i < spec.probe; i++) times.push(await once());
   times.sort((a, b) => a - b);
   const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] as number;
-  process.stdout.write(JSON.stringify({ rps: 0, p50: at(0.5), p99: at(0.99), requests: times.length, bad: 0 }) + '\n');
+  const n = times.length;
+  process.stdout.write(
+    JSON.stringify({ rps: 0, p50: at(0.5), p99: at(0.99), requests: n, sent: n, ok: n, bad: 0 }) + '\n',
+  );
   agent.destroy();
   process.exit(0);
 }
@@ -48,7 +54,8 @@ if (spec.probe !== undefined) {
 const result = await autocannon({
   url: spec.url,
   connections: spec.connections,
-  duration: spec.seconds,
+  // With an amount, the results come at the first sample after the last answer: sampled often, that is at once.
+  ...(spec.amount === undefined ? { duration: spec.seconds } : { amount: spec.amount, sampleInt: 50 }),
   method: spec.method,
   headers: { authorization: `Bearer ${spec.token}`, 'content-type': 'application/json' },
   ...(spec.method === 'POST'
@@ -69,10 +76,13 @@ const result = await autocannon({
 const bad = result.non2xx + result.errors + result.timeouts;
 process.stdout.write(
   JSON.stringify({
-    rps: result.requests.average,
+    // A run of an amount is short: its rate is what it answered over the time it took, not a per-second sample.
+    rps: spec.amount === undefined ? result.requests.average : result.requests.total / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     requests: result.requests.total,
+    sent: result.requests.sent,
+    ok: result['2xx'],
     bad,
   }) + '\n',
 );

@@ -1,6 +1,9 @@
 /**
  * `npm run bench`: the service against the floor (a bare node:http server), side by side, on this machine.
- * `npm run bench -- --smoke`: the same steps, short and small, to prove the benchmark still works (asserts no times).
+ * `npm run bench -- --smoke`: the same steps, short and small, to prove the benchmark still works (asserts no times):
+ * each load is a fixed number of requests instead of a length of time, with no warm-up, and after each load on the
+ * service a `count` line gives what the load generator sent, had answered and had answered 2xx, beside what the
+ * service counted for that route (its http_requests_total, by status).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus } from 'node:os';
@@ -18,13 +21,27 @@ import { freePort, redisBinary, startRedis } from '../harness/servers.js';
 const smoke = process.argv.includes('--smoke');
 /** `--side-by-side`: only the service against the floor (GET and POST), the figures of issue 11, in about 2 min. */
 const sideBySideOnly = process.argv.includes('--side-by-side');
-const plan = smoke
+const plan: {
+  rounds: number;
+  seconds: number;
+  /** Smoke: each load sends this many requests, and is not timed. */
+  amount?: number;
+  /** Seconds of warm-up before each target is measured; 0: none. */
+  warmup: number;
+  connections: number;
+  seed: number;
+  scale: [number, number];
+  probe: number;
+  heapCount: number;
+} = smoke
   ? {
       rounds: 1,
       seconds: 1,
-      warmup: 1,
+      // Enough that each server's CPU time over a load is some clock ticks (10 ms each), so no figure is 0.
+      amount: 2000,
+      warmup: 0,
       connections: 16,
-      seed: 1000,
+      seed: 100,
       scale: [1000, 20_000],
       probe: 200,
       heapCount: 20_000,
@@ -45,7 +62,11 @@ interface Load {
   rps: number;
   p50: number;
   p99: number;
+  /** Answered. */
   requests: number;
+  sent: number;
+  /** Answered 2xx. */
+  ok: number;
   bad: number;
   /** The server's own CPU time (user + system) over the load, per request served, in µs; undefined without /proc. */
   cpuUs?: number;
@@ -125,7 +146,13 @@ const load = (
   server?: ChildProcess,
 ): Promise<Load> =>
   new Promise((resolve, reject) => {
-    const args = { token: TOKEN, seconds: plan.seconds, connections: plan.connections, ...spec };
+    const args = {
+      token: TOKEN,
+      seconds: plan.seconds,
+      connections: plan.connections,
+      ...(plan.amount === undefined || spec.probe !== undefined ? {} : { amount: plan.amount }),
+      ...spec,
+    };
     const cpuBefore = cpuSecondsOf(server?.pid);
     const child = spawn(process.execPath, [join(dist, 'bench/load.js'), JSON.stringify(args)], {
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -142,6 +169,45 @@ const load = (
       resolve(result);
     });
   });
+
+/** The service's own count of the requests it answered on `route` for `method`, by status (http_requests_total). */
+const countedBy = async (port: number, method: string, route: string): Promise<Map<string, number>> => {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const counts = new Map<string, number>();
+  for (const [, labelText = '', value] of text.matchAll(/^http_requests_total\{([^}]*)\} (\S+)$/gm)) {
+    const labels = new Map([...labelText.matchAll(/(\w+)="([^"]*)"/g)].map(([, k, v]) => [k, v]));
+    if (labels.get('method') !== method || labels.get('route') !== route) continue;
+    const status = labels.get('status') ?? '?';
+    counts.set(status, (counts.get(status) ?? 0) + Number(value));
+  }
+  return counts;
+};
+
+/**
+ * Smoke only: runs `run` (one load on the service at `port`) and prints the load generator's counts beside the
+ * service's own for that route, counted before and after (the service is idle but for the load).
+ */
+const counted = async (
+  label: string,
+  port: number,
+  method: 'GET' | 'POST',
+  route: string,
+  run: () => Promise<Load>,
+): Promise<Load> => {
+  if (!smoke) return run();
+  const before = await countedBy(port, method, route);
+  const l = await run();
+  const after = await countedBy(port, method, route);
+  const byStatus = [...after]
+    .map(([status, n]) => [status, n - (before.get(status) ?? 0)] as const)
+    .filter(([, n]) => n);
+  const total = byStatus.reduce((sum, [, n]) => sum + n, 0);
+  console.log(
+    `  count  ${label} ${method} ${route}  sent ${l.sent}  answered ${l.requests}  2xx ${l.ok}  ` +
+      `counted by the service ${total} (${byStatus.map(([s, n]) => `${s}: ${n}`).join(', ')})`,
+  );
+  return l;
+};
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -168,18 +234,27 @@ const sideBySide = async () => {
     ['POST /plants', 'POST', '/plants'],
   ] as const) {
     console.log(
-      `\n${label} (${plan.rounds} rounds of ${plan.seconds} s each, ${plan.connections} connections, A=service B=floor)`,
+      `\n${label} (${plan.rounds} rounds of ${plan.amount === undefined ? `${plan.seconds} s` : `${plan.amount} requests`} each, ${plan.connections} connections, A=service B=floor)`,
     );
     // Warm both (JIT, connection pools) before anything is counted.
-    await load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId: 900_000_000, seconds: plan.warmup });
-    await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId: 900_000_000, seconds: plan.warmup });
+    if (plan.warmup > 0) {
+      await load({
+        url: `http://127.0.0.1:${service.port}${path}`,
+        method,
+        firstId: 900_000_000,
+        seconds: plan.warmup,
+      });
+      await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId: 900_000_000, seconds: plan.warmup });
+    }
     const ratios: number[] = [];
     const serviceCpu: Array<number | undefined> = [];
     const floorCpu: Array<number | undefined> = [];
     const cpuRatios: Array<number | undefined> = [];
     for (let round = 1; round <= plan.rounds; round++) {
       const firstId = 1_000_000_000 * round;
-      const a = await load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId }, service.child);
+      const a = await counted('service', service.port, method, '/plants', () =>
+        load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId }, service.child),
+      );
       const b = await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId }, floor.child);
       ratios.push(a.rps / b.rps);
       serviceCpu.push(a.cpuUs);
@@ -269,7 +344,7 @@ const redisAuth = async () => {
   ];
   const started = await Promise.all(targets.map((t) => startService(t.env)));
   await Promise.all(started.map((s, i) => seed(s.port, 100, targets[i]?.token)));
-  for (const [i, t] of targets.entries()) {
+  for (const [i, t] of plan.warmup > 0 ? targets.entries() : []) {
     await load({
       url: `http://127.0.0.1:${started[i]?.port}/plants?limit=20`,
       method: 'GET',
@@ -282,10 +357,10 @@ const redisAuth = async () => {
   for (let round = 1; round <= plan.rounds; round++) {
     const results: Load[] = [];
     for (const [i, t] of targets.entries()) {
+      const port = started[i]?.port ?? 0;
       results.push(
-        await load(
-          { url: `http://127.0.0.1:${started[i]?.port}/plants?limit=20`, method: 'GET', token: t.token },
-          started[i]?.child,
+        await counted(t.label.trim(), port, 'GET', '/plants', () =>
+          load({ url: `http://127.0.0.1:${port}/plants?limit=20`, method: 'GET', token: t.token }, started[i]?.child),
         ),
       );
     }
@@ -312,14 +387,19 @@ const redisAuth = async () => {
  */
 const expectedSeconds = (withRedis: boolean): number => {
   const LOAD_START = 0.7;
-  const sideBySide = 2 * (2 * (plan.warmup + LOAD_START) + plan.rounds * 2 * (plan.seconds + LOAD_START));
+  const warmups = plan.warmup > 0 ? 1 : 0;
+  // A load of an amount takes little beyond the load process's start.
+  const loadSeconds = plan.amount === undefined ? plan.seconds : 0;
+  const sideBySide = 2 * (2 * warmups * (plan.warmup + LOAD_START) + plan.rounds * 2 * (loadSeconds + LOAD_START));
   const starts = 3 + plan.seed / 2500;
   if (sideBySideOnly) return sideBySide + starts;
   const perPlant = 4e-6; // seconds to insert one plant in process
   const scaling = plan.scale.reduce((sum, n) => sum + 1 + n * perPlant + LOAD_START + plan.probe * 2 * 0.0003, 0);
   const heapStep = 1 + plan.heapCount * perPlant;
   const parse = smoke ? 0.5 : 4;
-  const redis = withRedis ? 4 + 3 * (plan.warmup + LOAD_START) + plan.rounds * 3 * (plan.seconds + LOAD_START) : 0;
+  const redis = withRedis
+    ? 4 + 3 * warmups * (plan.warmup + LOAD_START) + plan.rounds * 3 * (loadSeconds + LOAD_START)
+    : 0;
   return sideBySide + starts + scaling + heapStep + parse + redis;
 };
 

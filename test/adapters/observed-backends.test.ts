@@ -15,6 +15,7 @@ import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plan
 import { serviceMetrics, type BackendMetrics } from '../../adapters/observability/metrics.js';
 import { Owner } from '../../domain/plant.js';
 import { parseExposition } from '../support/prometheus-text.js';
+import { eventually } from '../support/wait.js';
 
 const test = suite('backend observer: outages logged once, throttled, with the reason');
 
@@ -75,7 +76,7 @@ test("an outage line waits briefly for the driver's reason when the failure is s
   observer.failed('token store', 'no answer (gave up after 0 ms)');
   assert.is(lines.length, 0, 'held for the reason');
   observer.driverError('token store', 'the connection to Redis closed');
-  await new Promise((r) => setTimeout(r, 60));
+  await eventually('the held line is written once its wait is over', () => lines.length > 0);
   assert.equal(
     lines.map((l) => [l.message, l.fields['reason']]),
     [['token store unavailable', 'the connection to Redis closed']],

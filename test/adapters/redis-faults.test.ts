@@ -5,6 +5,7 @@ import { freshOwner, right } from '../support/fixtures.js';
 import { startService, type Service } from '../support/http.js';
 import { redisBinary, startRedis, type RunningServer } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
+import { eventually } from '../support/wait.js';
 
 const TIMEOUT_MS = 2000;
 const binary = redisBinary();
@@ -68,11 +69,10 @@ test('Redis down: a good token gets 503 within the bound (never 401), /readyz 50
   );
 
   await server.start();
-  const until = Date.now() + 20_000;
-  while ((await svc.call('GET', '/readyz')).status !== 200) {
-    assert.ok(Date.now() < until, 'ready again within 20 s');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await eventually('ready again', async () => (await svc.call('GET', '/readyz')).status === 200, {
+    timeoutMs: 20_000,
+    everyMs: 50,
+  });
   assert.is((await svc.call('GET', '/plants', { token })).status, 200, 'the token survived and works again');
 });
 

@@ -7,6 +7,7 @@ import type { PlantRepository } from '../../application/ports/plant-repository.j
 import { checkReadiness } from '../../application/use-cases/check-readiness.js';
 import { downRepository, downTokenStore, tokensFrom } from '../support/fakes.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
+import { sleep } from '../support/wait.js';
 
 const test = suite('check readiness');
 
@@ -86,7 +87,7 @@ test('after the reuse window, the backends are pinged again', async () => {
   const store = countingStore();
   const ready = checkReadiness({ plants: store.plants, tokens: tokensFrom({}), reuseMs: 20 });
   await ready();
-  await new Promise((r) => setTimeout(r, 40));
+  await sleep(40); // time is what is under test: the reuse window (20 ms) passes; a lower bound, it cannot come early
   await ready();
   assert.is(store.pings(), 2);
 });

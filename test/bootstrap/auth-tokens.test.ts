@@ -3,6 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ConfigError, loadConfig } from '../../bootstrap/config.js';
 import { runNode } from '../support/process.js';
+import { within } from '../support/wait.js';
 
 /**
  * An ambiguous AUTH_TOKENS stops start-up: one secret listed twice (which entry would decide the principal?), an
@@ -126,15 +127,11 @@ test('the service refuses to start on a repeated secret: exit 1, one line naming
       { sha256: hex(SECRET), ...writer },
     ]),
   });
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve('still running after 10 s'), 10_000);
-  });
   try {
-    assert.is(await Promise.race([svc.exited, timeout]), 1);
+    assert.is(await within(10_000, 'exit', svc.exited), 1);
   } finally {
-    clearTimeout(timer);
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
   assert.match(svc.stderr(), /^config: AUTH_TOKENS: entries 1 and 2 have the same secret[^\n]*\n$/);
   assert.not.ok(svc.stderr().includes(SECRET) || svc.stdout().includes(SECRET));

@@ -3,6 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hungListener } from '../support/hung.js';
 import { runNode, type Started } from '../support/process.js';
+import { requestsInFlight, within } from '../support/wait.js';
 
 const test = suite('the service process: start-up, readiness and shutdown');
 
@@ -79,15 +80,16 @@ test('a process whose stdout reader is gone exits 0 on SIGTERM, the first failed
   // pino's default (asynchronous) destination flushed at exit with a loop that retried EPIPE forever: this hung.
   const svc = runNode('bootstrap/main.js', base);
   const port = await listening(svc);
+  const gone = new Promise((r) => svc.child.stdout.once('close', r));
   svc.child.stdout.destroy();
-  await new Promise((r) => setTimeout(r, 50));
+  await gone; // our end of the pipe is closed: the process's next write fails
   svc.child.kill('SIGTERM');
-  const exit = await Promise.race([
-    svc.exited,
-    new Promise((r) => setTimeout(() => r('still running after 10 s'), 10_000)),
-  ]);
-  svc.child.kill('SIGKILL');
-  assert.is(exit, 0);
+  try {
+    assert.is(await within(10_000, 'exit after SIGTERM', svc.exited), 0);
+  } finally {
+    svc.child.kill('SIGKILL');
+    await svc.exited;
+  }
   assert.is(await accepts(port), false);
 });
 
@@ -119,10 +121,13 @@ test('/readyz answers within its bound when storage accepts connections and neve
       const ms = performance.now() - sent;
       assert.is(res.status, 503);
       assert.equal(await res.json(), { error: 503, message: 'not ready: storage does not answer' });
-      assert.ok(ms < 1000, `answered in ${Math.round(ms)} ms, within 1 s (storage's own bound is 10 s)`);
+      // The time is the contract: the readiness bound (250 ms here), not storage's own (10 s). The bound asserted is
+      // far from both, so that a loaded machine cannot fail it and an answer waiting on storage's bound still does.
+      assert.ok(ms < 5000, `answered in ${Math.round(ms)} ms, within 5 s (readiness bound 250 ms, storage's 10 s)`);
     }
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
     await mongo.close();
   }
 });
@@ -143,7 +148,7 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: '{"id": 1, "name": "Fern"}',
     }).catch((e: unknown) => e);
-    await requestInFlight(port);
+    await requestsInFlight(`http://127.0.0.1:${port}`); // the hung create
     const sent = Date.now();
     svc.child.kill('SIGTERM');
     assert.is(await svc.exited, 0);
@@ -153,19 +158,9 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
     assert.match(svc.stdout(), /"msg":"stopped"/);
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
     await mongo.close();
   }
 });
-
-/** Waits until the service counts a request in flight besides the scrape that asks (the hung create). */
-const requestInFlight = async (port: number): Promise<void> => {
-  for (const until = Date.now() + 10_000; ;) {
-    assert.ok(Date.now() < until, 'the create is counted in flight within 10 s');
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const inFlight = Number(/^http_requests_in_flight (\d+)/m.exec(text)?.[1] ?? 0);
-    if (inFlight >= 2) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
 
 test.run();

@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { distRoot } from '../support/process.js';
+import { eventually, within } from '../support/wait.js';
 
 /**
  * The service with its stdout on a pipe whose reader stops reading once the service listens (a blocking container log
@@ -18,7 +19,12 @@ const startWithStuckReader = async () => {
   let out = '';
   let err = '';
   child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
-  const onData = (c: Buffer) => (out += c.toString('utf8'));
+  let started: () => void = () => undefined;
+  const listening = new Promise<void>((resolve) => (started = resolve));
+  const onData = (c: Buffer) => {
+    out += c.toString('utf8');
+    if (/"msg":"listening"/.test(out)) started();
+  };
   child.stdout.on('data', onData);
   // 'exit', not 'close': a stdout nobody reads is never read to its end. Once exited, its pipe is let go.
   const exited = new Promise<number | null>((resolve) =>
@@ -27,11 +33,14 @@ const startWithStuckReader = async () => {
       resolve(code);
     }),
   );
-  const deadline = Date.now() + 10_000;
-  while (!/"msg":"listening"/.test(out)) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`did not start: ${out} ${err}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await within(
+    10_000,
+    'listening',
+    Promise.race([listening, exited.then(() => Promise.reject(new Error('exited')))]),
+  ).catch((e: unknown) => {
+    child.kill('SIGKILL');
+    throw new Error(`did not start (${String(e)}): ${out} ${err}`);
+  });
   const port = Number(/"port":(\d+)/.exec(out)?.[1]);
   child.stdout.off('data', onData);
   child.stdout.pause();
@@ -81,18 +90,6 @@ const flood = (port: number, connections: number, rounds: number, ms: number): P
   });
 };
 
-const within = async (ms: number, what: string, promise: Promise<unknown>): Promise<void> => {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  try {
-    await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-};
-
 test('with a stdout nobody reads, 8000 requests are answered and /healthz answers at once', async () => {
   const svc = await startWithStuckReader();
   try {
@@ -129,8 +126,7 @@ test('lines dropped while stdout was not read are counted exactly, in one line o
   try {
     await flood(svc.port, 20, 50, 30_000);
     const read = svc.readAgain();
-    const deadline = Date.now() + 10_000;
-    while (!/"droppedLines":\d+/.test(read()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await eventually('a line with droppedLines once stdout is read again', () => /"droppedLines":\d+/.test(read()));
     const lines = read().split('\n');
     const line = lines.find((l) => l.includes('"droppedLines"'));
     assert.ok(line !== undefined, 'a line with droppedLines');

@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert';
 import { runNode, type Started } from '../support/process.js';
 import { redisBinary, startRedis, type RunningServer } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
+import { eventually } from '../support/wait.js';
 
 const TOKEN = 'logs-token-secret-value';
 const base = {
@@ -52,6 +53,7 @@ test('a refused token is logged at debug with its reason and request id, never w
     assert.not.match(svc.stdout(), new RegExp(`${wrong}|${TOKEN}`));
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 
@@ -78,6 +80,7 @@ test('a rejected JWT is logged at debug with the check that failed', async () =>
     assert.not.match(svc.stdout(), new RegExp(expired.split('.')[2] as string));
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 
@@ -96,6 +99,7 @@ test('the request line names the route template, never the id', async () => {
     assert.not.match(line, /918273645/);
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 
@@ -146,8 +150,9 @@ outage.test(
       await redis.stop();
       for (let i = 0; i < 10; i++) assert.is(await get(), 503);
       await redis.start();
-      const until = Date.now() + 10_000;
-      while ((await get()) !== 401 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      await eventually('the token store answers again (401 for an unknown token)', async () => (await get()) === 401, {
+        everyMs: 100,
+      });
       await svc.waitFor(/"msg":"token store recovered"/);
       const outageLines = lines(svc).filter((l) => /^token store (unavailable|recovered)$/.test(l.msg));
       assert.equal(
@@ -158,6 +163,7 @@ outage.test(
       assert.is(outageLines[0]?.['level'], 40);
     } finally {
       svc.child.kill('SIGKILL');
+      await svc.exited;
     }
   },
 );
@@ -176,6 +182,7 @@ outage.test('a wrong Redis password is logged with the reason and never the pass
     assert.not.match(svc.stdout() + svc.stderr(), new RegExp(password));
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 

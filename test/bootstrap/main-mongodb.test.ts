@@ -4,6 +4,7 @@ import { COLLECTION, INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-p
 import { runNode } from '../support/process.js';
 import { ferretDbBinary, sharedFerretDb, startFerretDb } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
+import { eventually } from '../support/wait.js';
 
 const binary = ferretDbBinary();
 const { test, subject, run } = suiteWith(
@@ -75,11 +76,10 @@ test('started while MongoDB is down: it listens, answers 503 and /readyz 503, th
     assert.is(refused.status, 503, 'no write before the unique index exists');
 
     await server.start();
-    const until = Date.now() + 20_000;
-    while ((await fetch(`${base}/readyz`)).status !== 200) {
-      assert.ok(Date.now() < until, 'ready within 20 s of the server answering');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually('ready once the server answers', async () => (await fetch(`${base}/readyz`)).status === 200, {
+      timeoutMs: 20_000,
+      everyMs: 100,
+    });
     const indexes = await admin.db('plantstore_late').collection(COLLECTION).listIndexes().toArray();
     assert.ok(
       indexes.some((i) => i['name'] === INDEX_NAME && i['unique'] === true),

@@ -2,6 +2,7 @@ import { connect, createServer as createNetServer } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runNode } from '../support/process.js';
+import { requestsInFlight } from '../support/wait.js';
 
 const test = suite('the service process');
 
@@ -23,6 +24,7 @@ test('with no configuration it serves on memory with a generated token printed o
     assert.is(svc.stdout().split(token as string).length - 1, 1, 'the token is printed once, and never logged');
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 
@@ -46,6 +48,7 @@ test('a port already in use stops start-up with exit 1', async () => {
     assert.match(second.stderr(), /^start-up failed: .*EADDRINUSE/);
   } finally {
     first.child.kill('SIGKILL');
+    await first.exited;
   }
 });
 
@@ -78,6 +81,7 @@ test('a port in use suggests one that is free now: neither the busy port nor the
   } finally {
     next.close();
     first.child.kill('SIGKILL');
+    await first.exited;
   }
 });
 
@@ -102,7 +106,7 @@ test('SIGTERM finishes the request in flight, closes idle keep-alive connections
   busy.write(
     `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
   );
-  await new Promise((r) => setTimeout(r, 50));
+  await requestsInFlight(`http://127.0.0.1:${port}`); // its headers are read: it is in flight
   svc.child.kill('SIGTERM');
   await svc.waitFor(/"msg":"stopping/);
   let answer = '';

@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url';
 import * as assert from 'uvu/assert';
 import { distRoot } from '../support/process.js';
 import { suiteWith, type Setup } from '../support/suites.js';
+import { eventually, requestsInFlight } from '../support/wait.js';
 
 /**
  * `npm start` itself, as a user runs it: npm, then (through `exec`, no shell left in between) the service. A signal
@@ -62,7 +63,10 @@ const npmStart = (): NpmStart => {
         resolve({ port, pid });
       }
     });
-    child.once('exit', () => reject(new Error(`npm exited before listening: ${out} ${err}`)));
+    child.once('exit', () => {
+      clearTimeout(timer);
+      reject(new Error(`npm exited before listening: ${out} ${err}`));
+    });
   });
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return { stdout: () => out, stderr: () => err, exited, kill: (s) => child.kill(s), listening };
@@ -87,13 +91,12 @@ test('SIGTERM to the npm process drains the request in flight, then npm exits 0 
   busy.write(
     `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
   );
-  await new Promise((r) => setTimeout(r, 100));
+  await requestsInFlight(`http://127.0.0.1:${port}`); // its headers are read: it is in flight
   npm.kill('SIGTERM');
   let answer = '';
   busy.on('data', (c: Buffer) => (answer += c.toString()));
   const closed = new Promise((r) => busy.once('close', r));
-  const until = Date.now() + 10_000;
-  while (!/"msg":"stopping/.test(npm.stdout()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  await eventually('the service logs that it is stopping', () => /"msg":"stopping/.test(npm.stdout()));
   busy.write(body);
   await closed;
   assert.match(answer, /^HTTP\/1\.1 200 OK/);

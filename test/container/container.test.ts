@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import { distRoot } from '../support/process.js';
 import { suiteWith, type Setup } from '../support/suites.js';
+import { eventually, requestsInFlight, sleep } from '../support/wait.js';
 
 /**
  * The Dockerfile and compose.yaml as users get them, built and run with podman (offline: test/container/images.sh
@@ -55,7 +56,6 @@ const must = async (command: string, args: string[], extraEnv: Record<string, st
 };
 const podman = (...args: string[]) => must('podman', args);
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
 const say = (line: string) => process.stdout.write(`\n  container: ${line}`);
 
@@ -71,7 +71,7 @@ const healthy = async (container: string, withinMs = 60_000): Promise<number> =>
         `${container} not healthy in ${withinMs} ms: ${r.stdout}${r.stderr}\n${logs.stdout}${logs.stderr}`,
       );
     }
-    await sleep(500);
+    await sleep(500); // the polling interval (each poll runs the healthcheck in the container)
   }
 };
 
@@ -237,12 +237,14 @@ test('SIGTERM through the init drains the request in flight, then the container 
   busy.write(
     `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${stackToken}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
   );
-  await sleep(300); // the headers are read: the request is in flight, waiting for its body
+  await requestsInFlight(`http://127.0.0.1:${stackPort}`); // the headers are read: in flight, waiting for its body
   const started = Date.now();
   const stopped = podman('stop', '-t', '30', service);
-  const until = Date.now() + 10_000;
-  while (!/"msg":"stopping/.test((await run$('podman', ['logs', service])).stdout) && Date.now() < until)
-    await sleep(100);
+  await eventually(
+    'the service logs that it is stopping',
+    async () => /"msg":"stopping/.test((await run$('podman', ['logs', service])).stdout),
+    { everyMs: 100 },
+  );
   busy.write(body);
   await closed;
   await stopped;

@@ -91,6 +91,7 @@ const peakGrowth = async (body: string): Promise<{ status: number; grownMiB: num
     return { status: answered, grownMiB: peakMiB() - before };
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 };
 

@@ -6,7 +6,8 @@ import { aPlant, right } from '../support/fixtures.js';
 import { startService, type Service } from '../support/http.js';
 import { runNode } from '../support/process.js';
 import { suiteWith } from '../support/suites.js';
-import { openWire, sleep, type Wire } from './wire.js';
+import { eventually, sleep } from '../support/wait.js';
+import { openWire, type Wire } from './wire.js';
 
 /** What one client may hold: connections, pipelined requests, idle time, and the memory all of it costs. */
 const { test, subject, run } = suiteWith('edge: connections and pipelining are bounded', async () => {
@@ -86,8 +87,9 @@ test('connections beyond MAX_CONNECTIONS are closed at once; a freed slot serves
       'every connection after the first refusal is refused',
     );
     assert.ok(svc.logs().some((l) => l['msg'] === 'connections refused: at the connection limit'));
+    const ports = wires.map((w) => w.socket.localPort as number);
     for (const w of wires.splice(0)) w.destroy();
-    await sleep(100);
+    await eventually('the server lets go of the closed connections', () => ports.every((p) => !svc.holds(p)));
     const again = await openWire(svc.port);
     wires.push(again);
     again.write(GET);
@@ -125,7 +127,9 @@ test('a client that stops reading its responses is closed after IDLE_TIMEOUT_MS'
     wire.write(
       `GET /plants?limit=1000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\n\r\n`.repeat(16),
     );
-    await sleep(3000);
+    // The server closes it (its side of the connection goes) while the client is still not reading.
+    const port = wire.socket.localPort as number;
+    await eventually('the server closes the connection of a client that does not read', () => !svc.holds(port));
     wire.socket.resume();
     // It was closed while it was not reading: what it still reads ends early.
     await wire.closed(5000);
@@ -164,21 +168,21 @@ const nonReader = (port: number, data: string) => {
   };
 };
 
-const until = async (check: () => boolean, ms: number): Promise<boolean> => {
-  const deadline = Date.now() + ms;
-  while (!check() && Date.now() < deadline) await sleep(50);
-  return check();
-};
-
 test('a pipelined request is not served while the response before it is still unsent to a client that does not read', async () => {
   const { svc, pages, served } = await withLargestPages();
   const client = nonReader(svc.port, pages(16));
   try {
+    await eventually('the first page is produced', () => served() >= 1);
+    // What must NOT happen is under test: the rest produced for a client that reads none. The kernel takes a few
+    // pages (its socket buffers); the rest wait for the client to read. 1.5 s is ample for the server to produce all
+    // 16 (it does in well under that when it does not wait), so without the bound this fails.
     await sleep(1500);
-    // The kernel takes a few pages (its socket buffers); the rest wait for the client to read.
     assert.ok(served() < 16, `${served()} of 16 pages produced for a client that reads none`);
     client.resume();
-    assert.ok(await until(() => served() === 16, 20_000), `${served()} of 16 pages once the client reads`);
+    await eventually('all 16 pages produced once the client reads', () => served() === 16, {
+      timeoutMs: 20_000,
+      detail: () => `${served()} of 16`,
+    });
   } finally {
     client.socket.destroy();
     await svc.close();
@@ -189,14 +193,10 @@ test('past MAX_UNSENT_BYTES in all, the connections holding unsent bytes longest
   const { svc, pages } = await withLargestPages({ maxUnsentBytes: 1024 * 1024 });
   const clients = [1, 2, 3, 4].map(() => nonReader(svc.port, pages(16)));
   try {
-    const logged = () => svc.logs().some((l) => l['code'] === 'UNSENT_LIMIT');
-    assert.ok(await until(logged, 10_000), 'UNSENT_LIMIT logged');
+    await eventually('UNSENT_LIMIT logged', () => svc.logs().some((l) => l['code'] === 'UNSENT_LIMIT'));
     // Reading again, a closed client ends at once; the others are sent their pages and stay open (keep-alive).
     for (const c of clients) c.resume();
-    assert.ok(
-      await until(() => clients.some((c) => c.isClosed()), 2000),
-      'a connection holding unsent bytes is closed',
-    );
+    await eventually('a connection holding unsent bytes is closed', () => clients.some((c) => c.isClosed()));
     assert.is((await svc.call('GET', '/healthz')).status, 200);
   } finally {
     for (const c of clients) c.socket.destroy();
@@ -223,20 +223,28 @@ test('200 clients that pipeline 64 KiB of requests each and never read cannot gr
     const port = Number(/"port":(\d+)/.exec(proc.stdout())?.[1]);
     const base = `http://127.0.0.1:${port}`;
     for (let i = 0; i < 20; i++) await (await fetch(`${base}/healthz`)).text(); // warm up
-    await sleep(200);
+    await sleep(200); // a pause before the baseline sample, for the warm-up's garbage to settle; it decides nothing
     const before = rssMiB(proc.child.pid as number);
 
     const one = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
     const flood = Buffer.from(one.repeat(Math.floor(65536 / one.length)));
+    const flooding: Array<Promise<void>> = [];
     for (let i = 0; i < 200; i++) {
       const socket = connect(port, '127.0.0.1');
       socket.pause(); // never reads its responses
       socket.on('error', () => undefined);
-      socket.on('connect', () => socket.write(flood));
+      // Written: handed to the kernel, on its way to the server (or the connection failed, which the RSS bound covers).
+      flooding.push(
+        new Promise((resolve) => {
+          socket.on('connect', () => socket.write(flood, () => resolve()));
+          socket.on('close', () => resolve());
+        }),
+      );
       sockets.push(socket);
     }
+    // Every flood is sent before /healthz asks, so that its answer comes behind them.
+    await Promise.all(flooding);
     // Sample until the flood has been worked through (the service answers /healthz again), and for at least 3 s.
-    await sleep(200);
     let answered: number | undefined;
     const healthz = fetch(`${base}/healthz`, { signal: AbortSignal.timeout(20_000) }).then(
       (r) => (answered = r.status),
@@ -244,7 +252,7 @@ test('200 clients that pipeline 64 KiB of requests each and never read cannot gr
     const started = Date.now();
     let peak = before;
     while (Date.now() - started < 20_000 && (answered === undefined || Date.now() - started < 3000)) {
-      await sleep(100);
+      await sleep(100); // the RSS sampling interval
       peak = Math.max(peak, rssMiB(proc.child.pid as number));
     }
     await healthz;

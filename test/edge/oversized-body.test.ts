@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import * as assert from 'uvu/assert';
 import { runNode } from '../support/process.js';
 import { suiteWith } from '../support/suites.js';
-import { assertContractFailure, openWire, sleep, type WireResponse } from './wire.js';
+import { assertContractFailure, openWire, type WireResponse } from './wire.js';
 
 /**
  * A body over the limit is answered 413 at once, and the connection closes gracefully: the client still writing its
@@ -54,9 +54,10 @@ const streamUntilAnswered = async (svc: Service, start: string, chunk: Buffer, t
       (res) => (answer = res),
       () => undefined,
     );
+    const closed = once(wire.socket, 'close').catch(() => undefined);
     for (let sent = 0; answer === undefined && !wire.isClosed() && sent < total; sent += chunk.length) {
-      if (!wire.write(chunk))
-        await Promise.race([once(wire.socket, 'drain').catch(() => undefined), answered, sleep(50)]);
+      // Full: wait until the connection takes more, or the answer comes, or the connection goes.
+      if (!wire.write(chunk)) await Promise.race([once(wire.socket, 'drain').catch(() => undefined), answered, closed]);
     }
     await answered;
     return answer;

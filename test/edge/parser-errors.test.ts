@@ -1,7 +1,8 @@
 import * as assert from 'uvu/assert';
 import { startService, type Service } from '../support/http.js';
 import { suiteWith } from '../support/suites.js';
-import { assertContractFailure, exchange, logLineOf, openWire, sleep } from './wire.js';
+import { eventually } from '../support/wait.js';
+import { assertContractFailure, exchange, logLineOf, openWire } from './wire.js';
 
 /**
  * Failures found below the app, by Node's HTTP parser, its timeouts or the server's own checks: each answers in the
@@ -131,7 +132,11 @@ it('a body that does not arrive within REQUEST_TIMEOUT_MS is 408, and its late r
     logLineOf(svc.logs(), res);
     wire.write(body.slice(10));
     await wire.closed();
-    await sleep(100);
+    // Once the client ends its side too, the server reads what it sent (the late rest, then the end) and lets the
+    // connection go: whatever the late rest could cause has happened by then.
+    const port = wire.socket.localPort as number;
+    wire.socket.end();
+    await eventually('the server lets go of the connection', () => !svc.holds(port));
     const listed = await svc.call('GET', '/plants', { token: svc.token.alice });
     assert.not.match(listed.text, /late/);
   } finally {
@@ -203,8 +208,8 @@ it('after a failure the connection is closed and nothing more is answered on it'
   const wire = await openWire(svc.port);
   try {
     wire.write('GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    // Closed: the server's end of stream has come, so every byte it sent has been read.
     await wire.closed();
-    await sleep(20);
     assert.equal(
       wire.responses().map((r) => r.status),
       [417],

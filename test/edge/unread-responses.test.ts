@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runNode } from '../support/process.js';
-import { sleep } from './wire.js';
+import { sleep } from '../support/wait.js';
 
 /** Resident set of a process, in MiB (Linux): the heap and the buffers outside it. */
 const rssMiB = (pid: number): number => {
@@ -37,7 +37,7 @@ test(`${CONNECTIONS} clients that pipeline 16 pages of the largest size and neve
     }
     const page = await (await fetch(`${base}/plants?limit=1000`, { headers })).text();
     assert.ok(Buffer.byteLength(page) > 1_000_000, `a page is ${Buffer.byteLength(page)} bytes`);
-    await sleep(200);
+    await sleep(200); // a pause before the baseline sample, for the seeding's garbage to settle; it decides nothing
     const before = rssMiB(proc.child.pid as number);
 
     const get = 'GET /plants?limit=1000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n\r\n';
@@ -56,7 +56,7 @@ test(`${CONNECTIONS} clients that pipeline 16 pages of the largest size and neve
     const sampler = (async () => {
       while (Date.now() - started < 8000) {
         peak = Math.max(peak, rssMiB(proc.child.pid as number));
-        await sleep(100);
+        await sleep(100); // the RSS sampling interval
       }
     })();
     while (Date.now() - started < 8000) {
@@ -71,7 +71,7 @@ test(`${CONNECTIONS} clients that pipeline 16 pages of the largest size and neve
       assert.is(res.status, 200);
       answered += 1;
       slowest = Math.max(slowest, Date.now() - t0);
-      await sleep(250);
+      await sleep(250); // paced on purpose: a probe every 250 ms, as a readiness check would come
     }
     await sampler;
     const grown = Math.round(peak - before);

@@ -156,5 +156,3 @@ export const logLineOf = (logs: ReadonlyArray<Record<string, unknown>>, res: Wir
   assert.is(line['status'], res.status);
   return line;
 };
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -140,6 +140,7 @@ processSuite('CORS_ORIGINS configures the process', async () => {
     assert.is(res.headers.get('access-control-allow-origin'), APP);
   } finally {
     svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { HttpSettings } from '../../adapters/http/api/app.js';
@@ -11,6 +11,7 @@ import type { Principal, Scope } from '../../domain/principal.js';
 import { freshOwner, principal } from './fixtures.js';
 import { conformance } from './openapi-conformance.js';
 import { suiteWith, type Setup } from './suites.js';
+import { sleep } from './wait.js';
 import type { StorageBackend } from './storage-backends.js';
 
 export interface Response {
@@ -39,6 +40,8 @@ export interface Service {
   /** Every log line written so far, parsed. */
   readonly logs: () => Array<Record<string, unknown>>;
   readonly call: (method: string, path: string, options?: CallOptions) => Promise<Response>;
+  /** Whether the server still holds the connection of the client on this local port (false once it has closed it). */
+  readonly holds: (clientPort: number) => boolean;
   readonly close: () => Promise<void>;
 }
 
@@ -83,6 +86,14 @@ export const startService = async (
     ...overrides,
   };
   const server = buildApp(deps, { ...defaultServerLimits, ...limits });
+  // The server's side of each connection, by the client's port: a test waits for the server to close one.
+  const held = new Set<number>();
+  server.on('connection', (socket: Socket) => {
+    const clientPort = socket.remotePort;
+    if (clientPort === undefined) return;
+    held.add(clientPort);
+    socket.once('close', () => held.delete(clientPort));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const base = `http://127.0.0.1:${port}`;
@@ -116,6 +127,7 @@ export const startService = async (
     principal: principals,
     logs: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>),
     call,
+    holds: (clientPort) => held.has(clientPort),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -175,7 +187,8 @@ export const rawRequest = (port: number, parts: ReadonlyArray<string | Buffer>, 
       for (const part of parts) {
         if (socket.destroyed) return;
         socket.write(part);
-        if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+        // Pacing on purpose: the parts reach the server in separate reads.
+        if (gapMs > 0) await sleep(gapMs);
       }
     })();
   });

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -13,10 +14,20 @@ export interface Started {
   readonly waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpExecArray>;
 }
 
-/** Runs a compiled entry point (bootstrap/main.js, bootstrap/token-cli.js) with exactly the given environment. */
-export const runNode = (script: string, env: Record<string, string>, args: string[] = []): Started => {
+/**
+ * Runs a compiled entry point (bootstrap/main.js, bootstrap/token-cli.js) with exactly the given environment.
+ * `group`: in a process group of its own (its id is the child's pid), which every process it starts joins unless it
+ * says otherwise, so that a test can find what the child left behind (`processesInGroup`).
+ */
+export const runNode = (
+  script: string,
+  env: Record<string, string>,
+  args: string[] = [],
+  { group = false }: { readonly group?: boolean } = {},
+): Started => {
   const child = spawn(process.execPath, [join(distRoot, script), ...args], {
     env: { PATH: process.env['PATH'] ?? '', ...env },
+    detached: group,
   });
   let out = '';
   let err = '';
@@ -58,4 +69,25 @@ export const runNode = (script: string, env: Record<string, string>, args: strin
       check();
     });
   return { child, stdout: () => out, stderr: () => err, exited, waitFor };
+};
+
+/**
+ * The processes still running (not zombies) in process group `pgid`, each as "pid command line" (Linux: /proc; an
+ * empty list elsewhere).
+ */
+export const processesInGroup = (pgid: number): string[] => {
+  if (process.platform !== 'linux') return [];
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // After the command name (in parentheses, which may hold anything): state, ppid, pgrp.
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) !== pgid || state === 'Z') continue;
+      found.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim()}`);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
 };

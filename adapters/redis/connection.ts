@@ -22,6 +22,9 @@ export const redisConnection = (
     connectTimeout: timeoutMs,
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(50 * attempt, 500),
+    // A database the server refuses (REDIS_URL .../99 where it has 16) would leave ioredis serving database 0, another
+    // namespace of tokens and counters: the connection is dropped instead and retried like one refused outright.
+    reconnectOnError: (e) => (e as Error & { command?: { name?: string } }).command?.name === 'select',
     lazyConnect: false,
   }).on('error', onError);
 

@@ -19,6 +19,11 @@ export const redisConnection = (
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: timeoutMs,
+    // A Redis that stops answering on a live connection (blocked by a slow command, a paused host, a network that
+    // drops packets) gets that connection destroyed after `timeoutMs` without a byte, and a new one made: otherwise
+    // every command sent meanwhile would wait in the socket's buffer and ioredis's queue, unbounded, for as long as it
+    // lasts. Commands then fail at once until the new connection is ready (no offline queue).
+    socketTimeout: timeoutMs,
     connectTimeout: timeoutMs,
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(50 * attempt, 500),

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { accepts } from '../../harness/servers.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -151,6 +152,38 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
     assert.ok((await hung) instanceof Error, 'the request still running at the bound was cut');
     assert.match(svc.stdout(), /"cutRequests":1,"msg":"shutdown bound reached: cutting the requests still running"/);
     assert.match(svc.stdout(), /"msg":"stopped"/);
+  } finally {
+    svc.child.kill('SIGKILL');
+    await mongo.close();
+  }
+});
+
+test('a response sent while draining says Connection: close, so that no client or balancer reuses a connection about to close', async () => {
+  const mongo = await hungListener();
+  const svc = runNode('bootstrap/main.js', {
+    ...base,
+    STORAGE: 'mongodb',
+    MONGODB_URI: `mongodb://127.0.0.1:${mongo.port}`,
+    STORAGE_TIMEOUT_MS: '1500',
+  });
+  try {
+    const port = await listening(svc);
+    // One keep-alive connection: a request answered before the signal, then one in flight (hung on storage) across it.
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    const request = `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`;
+    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.match(received, /^HTTP\/1.1 200 [^]*\r\nConnection: keep-alive\r\n/i, 'before: keep-alive');
+    received = '';
+    socket.write(request);
+    await requestInFlight(port);
+    svc.child.kill('SIGTERM');
+    await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    assert.match(received, /^HTTP\/1.1 503 /, received);
+    assert.match(received, /\r\nConnection: close\r\n/i, `draining: ${received}`);
+    assert.is(await svc.exited, 0);
   } finally {
     svc.child.kill('SIGKILL');
     await mongo.close();

@@ -128,7 +128,13 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
       }
       case 'jwt':
         try {
-          return { tokens: await jwtTokenVerifier({ ...auth, logger }) };
+          return {
+            tokens: await jwtTokenVerifier({
+              ...auth,
+              logger,
+              keySourceFailed: (reason) => hooks.driverError?.('token store', reason),
+            }),
+          };
         } catch {
           throw new ConfigError(
             'JWT_PUBLIC_KEY: is not a usable public key for JWT_ALGORITHM; for example a PEM SPKI key',

@@ -6,7 +6,7 @@ import { getHeapStatistics } from 'node:v8';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { corsPolicy } from '../adapters/http/api/cors.js';
-import { defaultServerLimits, requestsInFlight } from '../adapters/http/transport/server.js';
+import { closeAfterResponses, defaultServerLimits, requestsInFlight } from '../adapters/http/transport/server.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { metricsServer } from '../adapters/http/api/metrics.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
@@ -156,6 +156,7 @@ const main = async (): Promise<void> => {
     }
     if (api !== undefined && serving) {
       const server = api;
+      closeAfterResponses(server);
       const closed = new Promise<boolean>((resolve) => server.close(() => resolve(true)));
       // Keep-alive connections go as soon as they are idle; whatever is still busy at the bound is cut.
       const idle = setInterval(() => server.closeIdleConnections(), 50);

@@ -125,14 +125,17 @@ const run = async (): Promise<number> => {
   // The Redis driver is loaded only now: a usage or configuration error answers without paying for it.
   const { closeRedis, redisConnection, whenReady } = await import('../adapters/redis/connection.js');
   const { redisTokenStore } = await import('../adapters/tokens/redis/redis-token-store.js');
-  const redis = redisConnection(config.auth.url, config.auth.timeoutMs);
+  // The driver's first complaint (a refused connection, password or database) says why Redis did not answer; what
+  // follows it is the aftermath (commands flushed from the dropped connection).
+  let firstError = '';
+  const redis = redisConnection(config.auth.url, config.auth.timeoutMs, (e) => (firstError ||= ` (${e.message})`));
   try {
     await whenReady(redis, config.auth.timeoutMs);
     const store = redisTokenStore(redis, { cacheTtlMs: 0 });
     if (command.kind === 'issue') {
       const issued = await store.issue(command.grant)();
       if (E.isLeft(issued)) {
-        process.stderr.write('the token store (Redis) did not answer; nothing was issued\n');
+        process.stderr.write(`the token store (Redis) did not answer${firstError}; nothing was issued\n`);
         return 1;
       }
       const { owner, subject, scopes, ttlSeconds } = command.grant;
@@ -144,7 +147,7 @@ const run = async (): Promise<number> => {
     }
     const revoked = await store.revoke(command.token)();
     if (E.isLeft(revoked)) {
-      process.stderr.write('the token store (Redis) did not answer; nothing was revoked\n');
+      process.stderr.write(`the token store (Redis) did not answer${firstError}; nothing was revoked\n`);
       return 1;
     }
     process.stdout.write(revoked.right ? 'revoked\n' : 'no such token (never issued, expired or already revoked)\n');

@@ -19,9 +19,17 @@ export const redisConnection = (
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: timeoutMs,
+    // A Redis that stops answering on a live connection (blocked by a slow command, a paused host, a network that
+    // drops packets) gets that connection destroyed after `timeoutMs` without a byte, and a new one made: otherwise
+    // every command sent meanwhile would wait in the socket's buffer and ioredis's queue, unbounded, for as long as it
+    // lasts. Commands then fail at once until the new connection is ready (no offline queue).
+    socketTimeout: timeoutMs,
     connectTimeout: timeoutMs,
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(50 * attempt, 500),
+    // A database the server refuses (REDIS_URL .../99 where it has 16) would leave ioredis serving database 0, another
+    // namespace of tokens and counters: the connection is dropped instead and retried like one refused outright.
+    reconnectOnError: (e) => (e as Error & { command?: { name?: string } }).command?.name === 'select',
     lazyConnect: false,
     // After a close, ioredis waits this long for the socket's 'close' before destroying it; a socket the server
     // already dropped never sends one, and the default 2 s timer would hold the process that long.

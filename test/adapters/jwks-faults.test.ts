@@ -8,6 +8,8 @@ import { startJwksServer, type JwksAnswer, type JwksServer } from '../support/jw
 import { suiteWith } from '../support/suites.js';
 import { sleep } from '../support/wait.js';
 import { openWire } from '../edge/wire.js';
+import { connectBackends } from '../../bootstrap/backends.js';
+import { loadConfig } from '../../bootstrap/config.js';
 
 /**
  * AUTH=jwt with a JWKS URL whose answers the test controls. A key source that cannot answer with a key set (an error
@@ -15,7 +17,7 @@ import { openWire } from '../edge/wire.js';
  * 401 for a good token, also when cached keys must be refreshed. Only a token that is itself bad is a 401.
  */
 const TIMEOUT_MS = 300;
-const OUTAGES: readonly JwksAnswer[] = ['status-500', 'html', 'not-a-key-set', 'hang', 'close'];
+const OUTAGES: readonly JwksAnswer[] = ['status-500', 'html', 'not-a-key-set', 'hang', 'close', 'redirect'];
 const now = () => Math.floor(Date.now() / 1000);
 
 interface Subject {
@@ -158,6 +160,38 @@ test('over HTTP: 200 back-to-back /readyz on one connection fetch the JWKS once 
   } finally {
     wire.destroy();
     await svc.close();
+  }
+});
+
+test('the outage log line says how the JWKS URL failed (its status, not JSON, no key set, a timeout), not just "no answer"', async (ctx) => {
+  const { jwks } = subject(ctx);
+  const config = loadConfig({ AUTH: 'jwt', JWT_JWKS_URL: jwks.url, AUTH_TIMEOUT_MS: String(TIMEOUT_MS) });
+  const reasons: string[] = [];
+  const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+  const backends = await connectBackends(config, quiet, {
+    driverError: (backend, reason) => reasons.push(`${backend}: ${reason}`),
+  });
+  const expected: Record<string, RegExp> = {
+    'status-500': /answered 500/,
+    html: /did not answer JSON/,
+    'not-a-key-set': /did not answer a JSON Web Key Set/,
+    hang: /did not answer: TimeoutError/,
+    close: /did not answer: /,
+    redirect: /answered 302/,
+  };
+  try {
+    for (const outage of OUTAGES) {
+      jwks.answer(outage);
+      reasons.length = 0;
+      assert.equal(await left(backends.tokens.ping), { _tag: 'AuthUnavailable' }, outage);
+      assert.ok(
+        reasons.some((r) => r.startsWith('token store: the JWKS URL ') && (expected[outage] as RegExp).test(r)),
+        `${outage}: ${reasons.join(' | ')}`,
+      );
+    }
+  } finally {
+    jwks.answer('keys');
+    await backends.close();
   }
 });
 

@@ -1,9 +1,10 @@
+import { connect } from 'node:net';
 import { accepts } from '../../harness/servers.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hungListener } from '../support/hung.js';
 import { runNode, type Started } from '../support/process.js';
-import { requestsInFlight, within } from '../support/wait.js';
+import { eventually, requestsInFlight, within } from '../support/wait.js';
 
 const test = suite('the service process: start-up, readiness and shutdown');
 
@@ -159,6 +160,38 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
   } finally {
     svc.child.kill('SIGKILL');
     await svc.exited;
+    await mongo.close();
+  }
+});
+
+test('a response sent while draining says Connection: close, so that no client or balancer reuses a connection about to close', async () => {
+  const mongo = await hungListener();
+  const svc = runNode('bootstrap/main.js', {
+    ...base,
+    STORAGE: 'mongodb',
+    MONGODB_URI: `mongodb://127.0.0.1:${mongo.port}`,
+    STORAGE_TIMEOUT_MS: '1500',
+  });
+  try {
+    const port = await listening(svc);
+    // One keep-alive connection: a request answered before the signal, then one in flight (hung on storage) across it.
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    const request = `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`;
+    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    await eventually('the whole /healthz answer', () => /\r\n\r\n\{[^]*\}$/.test(received));
+    assert.match(received, /^HTTP\/1.1 200 [^]*\r\nConnection: keep-alive\r\n/i, 'before: keep-alive');
+    received = '';
+    socket.write(request);
+    await requestsInFlight(`http://127.0.0.1:${port}`); // the hung list
+    svc.child.kill('SIGTERM');
+    await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    assert.match(received, /^HTTP\/1.1 503 /, received);
+    assert.match(received, /\r\nConnection: close\r\n/i, `draining: ${received}`);
+    assert.is(await svc.exited, 0);
+  } finally {
+    svc.child.kill('SIGKILL');
     await mongo.close();
   }
 });

@@ -4,6 +4,7 @@ import { COLLECTION, INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-p
 import { runNode } from '../support/process.js';
 import { ferretDbBinary, sharedFerretDb, startFerretDb } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 import { eventually } from '../support/wait.js';
 
 const binary = ferretDbBinary();
@@ -107,6 +108,45 @@ test('a MONGODB_URI the driver cannot parse stops start-up with one line, creden
     svc.stderr(),
     'config: MONGODB_URI: is not a valid MongoDB connection string; for example MONGODB_URI=mongodb://127.0.0.1:27017\n',
   );
+});
+
+test('a request cut by the shutdown bound while the store does not answer is logged 499 with the answer it would have had, not as that answer', async (ctx) => {
+  const { uri } = subject(ctx);
+  const proxy = await startTcpProxy(Number(new URL(uri).port));
+  const token = 'mongo-cut-token';
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    STORAGE: 'mongodb',
+    MONGODB_URI: `mongodb://127.0.0.1:${proxy.port}/`,
+    MONGODB_DB: `plantstore_cut_${Date.now()}`,
+    STORAGE_TIMEOUT_MS: '30000',
+    SHUTDOWN_TIMEOUT_MS: '1000',
+    AUTH_TOKENS: JSON.stringify([{ token, owner: 'acme', subject: 'ci', scopes: ['plants:read', 'plants:write'] }]),
+  });
+  try {
+    await svc.waitFor(/"msg":"listening"/);
+    const base = `http://127.0.0.1:${/"port":(\d+)/.exec(svc.stdout())?.[1]}`;
+    const headers = { authorization: `Bearer ${token}`, 'x-request-id': 'cut-by-shutdown' };
+    assert.is((await fetch(`${base}/plants`, { headers })).status, 200, 'the store answers before it is held');
+    proxy.holdUpstream();
+    const cut = fetch(`${base}/plants`, { headers }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 300));
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+    assert.ok((await cut) instanceof Error, 'the client got no answer');
+    const lines = svc
+      .stdout()
+      .split('\n')
+      .filter((l) => l.includes('"reqId":"cut-by-shutdown"') && l.includes('"route":"GET /plants"'))
+      .map((l) => JSON.parse(l) as { status: number; answer?: number });
+    assert.is(lines.length, 2, JSON.stringify(lines));
+    assert.equal([lines[1]?.status, lines[1]?.answer], [499, 503], JSON.stringify(lines));
+  } finally {
+    svc.child.kill('SIGKILL');
+    proxy.releaseAll();
+    await proxy.close();
+  }
 });
 
 run();

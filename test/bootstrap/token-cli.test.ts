@@ -147,6 +147,27 @@ test('the command needs AUTH=redis: otherwise one config line and exit 1', async
   assert.is(run.stderr, 'config: AUTH: the token command needs AUTH=redis (got static); for example AUTH=redis\n');
 });
 
+test('a REDIS_URL database the server does not have: exit 1 with the reason, and nothing issued in database 0', async () => {
+  const { Redis } = await import('ioredis');
+  const admin = new Redis(await uri());
+  try {
+    const before = (await admin.keys('plantstore:token:*')).length;
+    const run = await cli(['issue', '--owner', 'acme', '--subject', 'db99', '--scopes', 'plants:read'], {
+      REDIS_URL: `${await uri()}/99`,
+      AUTH_TIMEOUT_MS: '500',
+    });
+    assert.is(run.code, 1, run.stdout);
+    assert.is(run.stdout, '');
+    assert.match(
+      run.stderr,
+      /^the token store \(Redis\) did not answer \(ERR DB index is out of range\); nothing was issued\n$/,
+    );
+    assert.is((await admin.keys('plantstore:token:*')).length, before, 'no token written to database 0');
+  } finally {
+    admin.disconnect();
+  }
+});
+
 test('`npm run token -- issue ...` prints the token alone on the last line of stdout', async () => {
   const run = spawnSync(
     'npm',

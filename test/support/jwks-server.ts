@@ -3,9 +3,10 @@ import type { AddressInfo, Socket } from 'node:net';
 
 /**
  * A JWKS endpoint on a free loopback port whose answers the test controls: the key set, or an outage of one kind
- * (a 5xx, an HTML error page, JSON that is not a key set, a hang past the client's timeout, a closed connection).
+ * (a 5xx, an HTML error page, JSON that is not a key set, a hang past the client's timeout, a closed connection, a
+ * redirect).
  */
-export type JwksAnswer = 'keys' | 'status-500' | 'html' | 'not-a-key-set' | 'hang' | 'close';
+export type JwksAnswer = 'keys' | 'status-500' | 'html' | 'not-a-key-set' | 'hang' | 'close' | 'redirect';
 
 export interface JwksServer {
   readonly url: string;
@@ -44,6 +45,10 @@ export const startJwksServer = async (keys: readonly object[]): Promise<JwksServ
         return;
       case 'close':
         res.socket?.destroy();
+        return;
+      case 'redirect':
+        // jose does not follow redirects for a key set (nor does the service's readiness fetch).
+        res.writeHead(302, { location: '/moved/jwks.json' }).end();
         return;
     }
   });

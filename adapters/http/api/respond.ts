@@ -101,7 +101,8 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
   };
   const send: Responder['send'] = (req, res, status, body, headers) => {
     if (res.headersSent) return;
-    if (res.destroyed) return closed(req, res, status);
+    // The socket too: one destroyed by the shutdown's cut is not yet reported on the response (its 'close' comes later).
+    if (res.destroyed || req.socket.destroyed) return closed(req, res, status);
     // One flat header list and one writeHead: cheaper than a setHeader per field.
     const fields: string[] = ['x-request-id', req.id, 'x-content-type-options', 'nosniff'];
     if (headers?.['cache-control'] === undefined) fields.push('cache-control', 'no-store');

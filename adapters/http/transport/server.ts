@@ -45,6 +45,14 @@ const QUEUED_PER_TURN = 1;
 
 /** Requests each server has handed on (or answered) whose response has not closed yet. */
 const inFlightOf = new WeakMap<Server, { count: number }>();
+/** How each server stops keeping connections alive: see `closeAfterResponses`. */
+const drainOf = new WeakMap<Server, () => void>();
+
+/**
+ * From now on every connection of the server closes after the last response it owes, which says `Connection: close`:
+ * for a shutdown, so that no client or balancer sends another request on a connection about to close.
+ */
+export const closeAfterResponses = (server: Server): void => drainOf.get(server)?.();
 
 /**
  * Requests received by a server from createHttpServer and not yet answered or cut (their response has not closed),
@@ -83,6 +91,15 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
 
   const connectionOf = connectionStates();
   const { linger, boundLinger } = lingering(limits);
+  const sockets = new Set<Socket>();
+  let draining = false;
+  drainOf.set(server, () => {
+    draining = true;
+    for (const socket of sockets) {
+      const last = connectionOf(socket).last?.res;
+      if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
+    }
+  });
 
   const logAnswered = (reqId: string, method: string | undefined, status: number, code: string) => {
     logger.info({ reqId, method, status, code }, 'request');
@@ -213,6 +230,7 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     conn.open.add(res);
     res.on('close', () => settle(socket, conn, res)); // emitted once
     conn.last = { req, res };
+    if (draining) res.shouldKeepAlive = false;
 
     if (req.httpVersionMajor !== 1) return answer(req, res, { _tag: 'VersionNotSupported' }, 'HTTP_VERSION');
     const bad = badFields(req);
@@ -239,8 +257,10 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
 
   server.on('connection', (socket: Socket) => {
     const conn = connectionOf(socket);
+    sockets.add(socket);
     // Responses that never went out (their requests were waiting, or Node had queued them) close with the socket.
     socket.once('close', () => {
+      sockets.delete(socket);
       conn.waiting.length = 0;
       for (const res of conn.open) settle(socket, conn, res);
     });

@@ -38,6 +38,8 @@ export interface JwtOptions {
   readonly jwksCacheMaxAgeMs?: number;
   /** After a fetch, how long an unknown `kid` is refused without fetching again (jose's default: 30 s). */
   readonly jwksCooldownMs?: number;
+  /** Why the key set could not be had (its status, not JSON, a timeout): the reason of the outage log line. */
+  readonly keySourceFailed?: (reason: string) => void;
 }
 
 /** The JWKS URL did not answer with a key set (refused, timed out, not 200, not JSON, not a JWKS): an outage. */
@@ -54,7 +56,11 @@ const fetchKeySet = async (url: string, init: RequestInit): Promise<JSONWebKeySe
   try {
     response = await fetch(url, init);
   } catch (e) {
-    throw new KeySourceUnavailable(`the JWKS URL did not answer: ${e instanceof Error ? e.name : String(e)}`);
+    // fetch's own TypeError says only "fetch failed"; its cause has the code (ECONNREFUSED, UND_ERR_SOCKET).
+    const code = (e as { cause?: { code?: unknown } }).cause?.code;
+    throw new KeySourceUnavailable(
+      `the JWKS URL did not answer: ${typeof code === 'string' ? code : e instanceof Error ? e.name : String(e)}`,
+    );
   }
   if (response.status !== 200) {
     await response.body?.cancel().catch(() => undefined);
@@ -122,11 +128,15 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
    * the cooldown since the last fetch has passed), and everything that fetch can meet is KeySourceUnavailable. A
    * `kid` still unknown after a successful fetch (JWKSNoMatchingKey) is the token's fault: 401.
    */
-  const unavailable = (e: unknown): boolean =>
-    e instanceof KeySourceUnavailable ||
-    e instanceof errors.JWKSTimeout ||
-    e instanceof errors.JWKSInvalid ||
-    (key.kind === 'jwks' && !(e instanceof errors.JOSEError));
+  const unavailable = (e: unknown): boolean => {
+    const outage =
+      e instanceof KeySourceUnavailable ||
+      e instanceof errors.JWKSTimeout ||
+      e instanceof errors.JWKSInvalid ||
+      (key.kind === 'jwks' && !(e instanceof errors.JOSEError));
+    if (outage) options.keySourceFailed?.(e instanceof KeySourceUnavailable ? e.message : `the JWKS URL: ${String(e)}`);
+    return outage;
+  };
 
   return {
     verify: (token) => async () => {
@@ -159,7 +169,8 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
                 headers: { accept: JWKS_ACCEPT },
               });
               return E.right(undefined);
-            } catch {
+            } catch (e) {
+              unavailable(e);
               return E.left(authUnavailable);
             }
           }

@@ -3,6 +3,7 @@ import { startService, type Service } from '../support/http.js';
 import { ferretDbBinary, startFerretDb, type RunningServer } from '../../harness/servers.js';
 import { mongoRepository } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
+import { eventually, within } from '../support/wait.js';
 
 const TIMEOUT_MS = 2000;
 const binary = ferretDbBinary();
@@ -44,9 +45,10 @@ test('a crash mid-traffic: bounded 503s, /readyz 503, then recovery without rest
   }
   assert.is((await svc.call('GET', '/readyz')).status, 200);
 
-  // Creates in flight while the server is killed: each ends 200 or 503, none hangs.
+  // Creates in flight while the server is killed: each ends 200 or 503, none hangs. The kill comes once the first of
+  // them is answered: the traffic has reached the store, and the others are still on their way.
   const inFlight = Array.from({ length: 30 }, (_, i) => create(svc, 100 + i).then((r) => [100 + i, r.status] as const));
-  await new Promise((r) => setTimeout(r, 5));
+  await within(10_000, 'a first in-flight create answered', Promise.race(inFlight));
   await server.stop(true);
   for (const [id, status] of await Promise.all(inFlight)) {
     assert.ok(status === 200 || status === 503, `in-flight create ${id}: ${status}`);
@@ -74,11 +76,11 @@ test('a crash mid-traffic: bounded 503s, /readyz 503, then recovery without rest
   assert.is((await svc.call('GET', '/healthz')).status, 200, 'the process itself stays alive');
 
   await server.start();
-  const until = Date.now() + 20_000;
-  while ((await svc.call('GET', '/readyz')).status !== 200) {
-    assert.ok(Date.now() < until, 'ready again within 20 s of the server coming back');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await eventually(
+    'ready again (/readyz 200) after the server came back, without a restart',
+    async () => (await svc.call('GET', '/readyz')).status === 200,
+    { timeoutMs: 20_000, everyMs: 100 },
+  );
   const stored = await names(svc);
   for (const id of acknowledged) assert.ok(stored.has(`plant ${id}`), `acknowledged plant ${id} survived`);
   assert.is((await create(svc, 999)).status, 200, 'creates work again');

@@ -14,6 +14,7 @@ import { startService } from '../support/http.js';
 import { ferretDbBinary, sharedFerretDb } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { eventually } from '../support/wait.js';
 
 /**
  * The unique indexes: a server that refuses one is reported once, clearly, and answered with 503s (never a 500 loop
@@ -132,11 +133,11 @@ const refusedIndexCase = async (
     assert.ok(asked >= 1 && asked <= 3, `the index was asked for ${asked} times over 31 requests, not on each`);
 
     await fix(admin, db);
-    const until = Date.now() + 10_000;
-    while ((await svc.call('GET', '/readyz')).status !== 200) {
-      assert.ok(Date.now() < until, 'ready again within 10 s of the fix, without a restart');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(
+      'ready again (/readyz 200) after the fix, without a restart',
+      async () => (await svc.call('GET', '/readyz')).status === 200,
+      { timeoutMs: 10_000, everyMs: 50 },
+    );
     assert.ok(
       lines.some((l) => l.level === 'info' && /in place/.test(l.message)),
       'the recovery is logged',
@@ -197,21 +198,26 @@ test('two stored plants with one owner and id: reported as duplicates to remove,
   );
 });
 
-/** Waits, sending nothing through the adapter, until both unique indexes are listed again. */
+/**
+ * Waits, sending nothing through the adapter, until both unique indexes are listed again. `withinMs` is the bound
+ * under test (the periodic check's interval and a margin), not only a deadline.
+ */
 const indexesBack = async (admin: MongoClient, db: string, withinMs: number) => {
-  const until = Date.now() + withinMs;
-  for (;;) {
-    const listed = await admin
-      .db(db)
-      .collection(COLLECTION)
-      .listIndexes()
-      .toArray()
-      .catch(() => []); // the collection itself is not there yet
-    const names = listed.map((i) => String(i['name']));
-    if (names.includes(INDEX_NAME) && names.some((n) => n.startsWith(SLOT_INDEX_NAME))) return;
-    assert.ok(Date.now() < until, `both unique indexes are back within ${withinMs} ms: ${names.join(', ')}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  let names: string[] = [];
+  await eventually(
+    'both unique indexes are back',
+    async () => {
+      const listed = await admin
+        .db(db)
+        .collection(COLLECTION)
+        .listIndexes()
+        .toArray()
+        .catch(() => []); // the collection itself is not there yet
+      names = listed.map((i) => String(i['name']));
+      return names.includes(INDEX_NAME) && names.some((n) => n.startsWith(SLOT_INDEX_NAME));
+    },
+    { timeoutMs: withinMs, everyMs: 25, detail: () => `listed: ${names.join(', ')}` },
+  );
 };
 
 test('both unique indexes dropped under a running adapter: its periodic check alone puts them back within its interval, logged once', async (ctx) => {
@@ -266,11 +272,11 @@ test('plants of one owner and id stored while the (owner, id) index was missing:
       .db(db)
       .collection(COLLECTION)
       .insertOne({ owner, id: 1n, name: 'twin', slot: 2 ** 48 + 1 });
-    const until = Date.now() + 5000;
-    while ((await store.repository.ping())._tag === 'Right') {
-      assert.ok(Date.now() < until, 'the check finds the duplicates within 5 s');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(
+      'the periodic check finds the duplicates (ping answers unavailable)',
+      async () => (await store.repository.ping())._tag === 'Left',
+      { timeoutMs: 5000, everyMs: 50 },
+    );
     assert.equal(await left(store.repository.insert(owner, aPlant(2n))), { _tag: 'StorageUnavailable' });
     const errors = lines.filter((l) => l.level === 'error');
     assert.is(errors.length, 1);

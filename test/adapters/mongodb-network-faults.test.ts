@@ -8,6 +8,7 @@ import { ferretDbBinary, sharedFerretDb, type RunningServer } from '../../harnes
 import { mongoRepository } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { within } from '../support/wait.js';
 
 /**
  * The MongoDB adapter behind a TCP proxy that can hold or cut the bytes between it and FerretDB: operations answered
@@ -91,15 +92,7 @@ const releaseAndSettle = async (proxy: TcpProxy) => {
   const held = proxy.links().filter((l) => l.held());
   assert.ok(held.length > 0, 'something was held');
   proxy.releaseAll();
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('a released connection did not close within 5 s')), 5000);
-  });
-  try {
-    await Promise.race([Promise.all(held.map((l) => l.whenClosed())), bound]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await within(5000, 'every released connection closed', Promise.all(held.map((l) => l.whenClosed())));
 };
 
 test('a delete answered 503 that reaches the server later never removes a plant created after it', async (ctx) => {
@@ -129,7 +122,7 @@ test('closing the store while it hangs: close is bounded, and the requests cut b
     assert.is((await create(svc, 1, 'before')).status, 200);
     proxy.holdUpstream(carries('insert'));
     const inFlight = create(svc, 2, 'cut by shutdown');
-    await new Promise((r) => setTimeout(r, 100)); // the insert is on the wire (held)
+    await within(5000, 'the insert reaches the proxy and is held', proxy.firstHeld());
     const started = performance.now();
     await close();
     const took = performance.now() - started;

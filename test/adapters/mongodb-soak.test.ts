@@ -7,6 +7,7 @@ import { ferretDbBinary, startFerretDb, type RunningServer } from '../../harness
 import { mongoRepository } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { eventually, sleep, within } from '../support/wait.js';
 
 /**
  * Soak: a mixed create/delete load through the real service on MongoDB (FerretDB) while the network to the store is
@@ -22,6 +23,15 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
  * answer.
  */
 const TIMEOUT_MS = 500;
+const WORKERS = 8;
+/** How long a fault phase may take to see what it waits for: far above a loaded machine's delays. */
+const PHASE_MS = 30_000;
+/**
+ * The load each phase that runs traffic past a fault gets, counted in answers rather than time (the same amount of
+ * traffic on a fast machine and on a loaded one): before the first fault, while stalled deletes stay on the wire, and
+ * after the restart.
+ */
+const PHASE_ANSWERS = 50;
 const binary = ferretDbBinary();
 
 interface Subject {
@@ -63,8 +73,15 @@ type Op =
   | { readonly kind: 'create'; readonly name: string; readonly status: number; readonly at: string }
   | { readonly kind: 'delete'; readonly status: number; readonly at: string };
 
+/** One answer the load got, in the order they came. */
+interface Answer {
+  readonly worker: number;
+  readonly id: number;
+  readonly kind: 'create' | 'delete';
+  readonly status: number;
+}
+
 const marker = (name: string) => Buffer.from(`\u0002${name}\u0000`, 'latin1');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The soak on `svc`: with `bound`, the service runs with that quota (MAX_PLANTS_PER_OWNER), a 403 is a definite
@@ -78,6 +95,7 @@ const soak = async ({ svc, proxy, server, db }: Subject, bound?: number) => {
   const start = performance.now();
   const phases: string[] = [];
   const phase = (p: string) => phases.push(`${Math.round(performance.now() - start)} ${p}`);
+  const answers: Answer[] = [];
 
   /** One request, repeated while it answers 503; every answer is recorded. */
   const definite = async (id: number, kind: 'create' | 'delete', name = ''): Promise<number> => {
@@ -91,7 +109,10 @@ const soak = async ({ svc, proxy, server, db }: Subject, bound?: number) => {
           : await svc.call('DELETE', `/plants/${id}`, { token });
       const at = `${Math.round(t0)}..${Math.round(performance.now() - start)}`;
       ops.push(kind === 'create' ? { kind, name, status: res.status, at } : { kind, status: res.status, at });
+      answers.push({ worker: Math.floor(id / 100_000), id, kind, status: res.status });
       if (res.status !== 503) return res.status;
+      // Paces the load on purpose: a client's short pause before it repeats a 503 (docs/API.md's advice, with 20 ms
+      // instead of Retry-After's second to keep the soak short).
       await sleep(20);
     }
   };
@@ -108,34 +129,100 @@ const soak = async ({ svc, proxy, server, db }: Subject, bound?: number) => {
     }
   };
 
+  // The faults, each phase ended by what the load shows (answers since the phase began), not by a length of time.
+  const waitFor = (what: string, since: number, check: (seen: readonly Answer[]) => boolean) =>
+    eventually(what, () => check(answers.slice(since)), {
+      timeoutMs: PHASE_MS,
+      detail: () => `phases: ${phases.join(', ')}; answers since: ${JSON.stringify(answers.slice(since).slice(-20))}`,
+    });
+  const everyWorker = (seen: readonly Answer[], which: (a: Answer) => boolean) =>
+    new Set(seen.filter(which).map((a) => a.worker)).size === WORKERS;
+  /** Releases everything held and waits until the commands of clients that gave up on them have reached the server. */
+  const releaseAndLand = async () => {
+    const abandoned = proxy.links().filter((l) => l.abandoned());
+    proxy.releaseAll();
+    await within(
+      PHASE_MS,
+      `the ${abandoned.length} held connection(s) their clients gave up on delivered and closed`,
+      Promise.all(abandoned.map((l) => l.whenClosed())),
+    );
+  };
+  /**
+   * Whether every id whose delete was answered 503 in `seen` has since finished its plan: a definite delete, and for
+   * the plan that creates again, a definite create after it.
+   */
+  const stalledDeletesRetried = (seen: readonly Answer[]) => {
+    const stalled = new Set(seen.filter((a) => a.kind === 'delete' && a.status === 503).map((a) => a.id));
+    return [...stalled].every((id) => {
+      const after = seen.filter((a) => a.id === id && a.status !== 503);
+      const deleted = after.findIndex((a) => a.kind === 'delete');
+      if (deleted < 0) return false;
+      return (id % 100_000) % 3 !== 2 || after.slice(deleted).some((a) => a.kind === 'create');
+    });
+  };
+
   const faults = async () => {
-    await sleep(300);
+    await waitFor(
+      `${PHASE_ANSWERS} answers, a delete answered to every worker among them, before the faults`,
+      0,
+      (seen) => seen.length >= PHASE_ANSWERS && everyWorker(seen, (a) => a.kind === 'delete' && a.status !== 503),
+    );
     for (let round = 0; round < 2; round++) {
       phase('hold deletes');
+      const held = answers.length;
       proxy.holdUpstream((chunk) => chunk.includes(marker('delete'))); // deletes stall and are answered 503
-      await sleep(TIMEOUT_MS + 400);
-      // New deletes pass (each worker's stalled attempt has been answered 503 by now, and its retry goes through);
-      // the stalled ones stay on the wire while their ids are deleted and created again.
+      // Until each worker has had its delete stalled twice (answered 503, then its repeat too), or, for a worker
+      // that sends no delete command (one whose delete finds nothing; at the quota, once the owner is full of the plants
+      // the workers keep, every create is refused and no delete is sent), until it has had 10 answers.
+      await waitFor(
+        'every worker has had two deletes answered 503 while deletes are held, or 10 answers',
+        held,
+        (seen) =>
+          Array.from({ length: WORKERS }, (_, w) => seen.filter((a) => a.worker === w + 1)).every(
+            (mine) => mine.filter((a) => a.kind === 'delete' && a.status === 503).length >= 2 || mine.length >= 10,
+          ),
+      );
+      // New deletes pass: each stalled attempt is answered 503 and its retry goes through, while the stalled ones stay
+      // on the wire as their ids are deleted and created again.
       phase('pass new');
       proxy.holdUpstream(() => false);
-      await sleep(TIMEOUT_MS + 400);
+      const passing = answers.length;
+      await waitFor(
+        `every id whose delete was answered 503 has finished its plan, no request waits on a held connection, and ` +
+          `${PHASE_ANSWERS} definite answers came meanwhile`,
+        held,
+        (seen) =>
+          stalledDeletesRetried(seen) &&
+          proxy.links().every((l) => !l.held() || l.abandoned()) &&
+          answers.slice(passing).filter((a) => a.status !== 503).length >= PHASE_ANSWERS,
+      );
       phase('release');
-      proxy.releaseAll(); // the stalled deletes reach the server now
-      await sleep(200);
+      await releaseAndLand(); // the stalled deletes reach the server now
     }
     phase('hold all');
+    const heldAll = answers.length;
     proxy.holdUpstream(); // everything stalls
-    await sleep(TIMEOUT_MS + 300);
+    await waitFor('every worker has been answered 503 while everything is held', heldAll, (seen) =>
+      everyWorker(seen, (a) => a.status === 503),
+    );
     phase('release');
-    proxy.releaseAll();
-    await sleep(300);
+    await releaseAndLand();
     phase('kill');
+    const killed = answers.length;
     await server.stop(true); // crash
-    await sleep(400);
+    await waitFor('every worker has been answered 503 by the killed store', killed, (seen) =>
+      everyWorker(seen, (a) => a.status === 503),
+    );
     phase('start');
     await server.start();
     phase('started');
-    await sleep(800);
+    const started = answers.length;
+    await waitFor(
+      `every worker has had a definite answer from the restarted store, ${PHASE_ANSWERS} in all`,
+      started,
+      (seen) =>
+        everyWorker(seen, (a) => a.status !== 503) && seen.filter((a) => a.status !== 503).length >= PHASE_ANSWERS,
+    );
     faultsOver = true;
   };
 
@@ -151,15 +238,14 @@ const soak = async ({ svc, proxy, server, db }: Subject, bound?: number) => {
         .countDocuments({ owner })
         .catch(() => 0);
       most = Math.max(most, n);
-      await sleep(50);
+      await sleep(50); // paces the sampling on purpose: a count every 50 ms while the load runs
     }
   };
   const counted = count();
   try {
-    await Promise.all([faults(), ...Array.from({ length: 8 }, (_, w) => worker(w + 1))]);
-    // Let anything still on the wire land before the stored plants are read.
-    proxy.releaseAll();
-    await Promise.race([Promise.all(proxy.links().map((l) => l.whenClosed())), sleep(1000)]);
+    await Promise.all([faults(), ...Array.from({ length: WORKERS }, (_, w) => worker(w + 1))]);
+    // Let anything still held land before the stored plants are read.
+    await releaseAndLand();
   } finally {
     counting = false;
     await counted;

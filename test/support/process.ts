@@ -1,9 +1,34 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const distRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * Every child `runNode` started and that may still run (one started in a process group of its own stays listed after
+ * it exits: what it left in its group is ended with it). When this process exits, however a test ended, whatever of
+ * them still runs is killed (SIGKILL, the whole group for a child started with `group`), so a test that fails between
+ * starting a process and stopping it leaves nothing running. The runner (run-tests.ts) loads this module into the uvu
+ * process before any suite, and ends a uvu process that outlives its totals with SIGTERM: the handlers below make a
+ * stop signal an exit, so that this hook and every other exit hook (the harness's servers and their directories) run.
+ */
+const started = new Set<{ readonly child: ChildProcess; readonly group: boolean }>();
+const killStarted = () => {
+  for (const { child, group } of started) {
+    const pid = child.pid;
+    if (pid === undefined) continue;
+    try {
+      if (group && processesInGroup(pid).length > 0) process.kill(-pid, 'SIGKILL');
+      else if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  started.clear();
+};
+process.once('exit', killStarted);
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => process.exit());
 
 export interface Started {
   readonly child: ChildProcessWithoutNullStreams;
@@ -29,6 +54,9 @@ export const runNode = (
     env: { PATH: process.env['PATH'] ?? '', ...env },
     detached: group,
   });
+  const entry = { child, group };
+  started.add(entry);
+  if (!group) child.once('exit', () => started.delete(entry));
   let out = '';
   let err = '';
   const waiters: Array<() => void> = [];

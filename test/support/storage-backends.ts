@@ -17,6 +17,7 @@ import {
 import type { RepositorySetup, RepositoryUnderTest, StoreDrift } from '../contracts/plant-repository.contract.js';
 import { right } from './fixtures.js';
 import type { Setup } from './suites.js';
+import { eventually } from './wait.js';
 import {
   ferretDbBinary,
   postgresBinaries,
@@ -38,7 +39,6 @@ const quiet = pino({ level: 'silent' });
 
 /** How often the contract's MongoDB instances check their indexes (a running service: every 30 s). */
 const CONTRACT_RECHECK_MS = 100;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * One adapter instance (one service process) on `db`, as the contract's are: a 2 s storage timeout, a quiet logger and
@@ -78,20 +78,33 @@ const mongoPeers = async (uri: string): Promise<RepositoryUnderTest> => {
       }
     },
     indexesBack: async () => {
-      const until = Date.now() + 10_000;
-      for (;;) {
-        const names = await indexes(db);
-        if (names.includes(INDEX_NAME) && names.some((n) => n.startsWith(SLOT_INDEX_NAME))) break;
-        if (Date.now() > until) throw new Error('the indexes did not come back within 10 s');
-        await sleep(CONTRACT_RECHECK_MS);
-      }
+      const until = performance.now() + 10_000;
+      let names: string[] = [];
+      await eventually(
+        'both unique indexes are back',
+        async () => {
+          names = await indexes(db);
+          return names.includes(INDEX_NAME) && names.some((n) => n.startsWith(SLOT_INDEX_NAME));
+        },
+        { timeoutMs: 10_000, everyMs: CONTRACT_RECHECK_MS, detail: () => `listed: ${names.join(', ')}` },
+      );
       // Every instance answers its readiness check again (each has looked at the indexes since: its timer, or the
       // check itself), within the same bound: one may still be finishing its own rebuild or mend.
-      for (const peer of peers) {
-        while (E.isLeft(await peer.ping())) {
-          if (Date.now() > until) await right(peer.ping);
-          await sleep(CONTRACT_RECHECK_MS);
-        }
+      for (const [i, peer] of peers.entries()) {
+        let last = '';
+        await eventually(
+          `adapter instance ${i + 1} of 3 ready again (ping answers) once the indexes are back`,
+          async () => {
+            const pinged = await peer.ping();
+            last = JSON.stringify(pinged);
+            return E.isRight(pinged);
+          },
+          {
+            timeoutMs: Math.max(0, until - performance.now()),
+            everyMs: CONTRACT_RECHECK_MS,
+            detail: () => `last ping: ${last}`,
+          },
+        );
       }
     },
     legacyStore: async (owner: Owner, plants: readonly Plant[]) => {

@@ -23,6 +23,11 @@ export interface Link {
   readonly closed: () => boolean;
   /** Whether bytes are held on this connection now. */
   readonly held: () => boolean;
+  /**
+   * Whether the client has closed its side while bytes it sent are held (a client that gave up waiting, as the MongoDB
+   * driver does at its socket timeout): released, they reach the server with the end, and the server closes in turn.
+   */
+  readonly abandoned: () => boolean;
   /** Resolves once both sides are closed (for a released connection whose client had gone: once the server has read
    * everything delivered to it and closed in turn). */
   readonly whenClosed: () => Promise<void>;
@@ -37,6 +42,11 @@ export interface TcpProxy {
    * that chunk included. Connections opened later are held the same way while this is in force.
    */
   readonly holdUpstream: (when?: (chunk: Buffer) => boolean) => void;
+  /**
+   * Resolves with the first connection whose bytes `holdUpstream` (the one in force) started holding, at once if one
+   * already is: the held command is on the wire. Never resolves when nothing is held (wrap it in `within`).
+   */
+  readonly firstHeld: () => Promise<Link>;
   /** Stops holding new traffic and delivers everything held, on every connection. */
   readonly releaseAll: () => void;
   /** Destroys every live connection. */
@@ -53,6 +63,13 @@ export const startTcpProxy = async (targetPort: number, targetHost = '127.0.0.1'
   let nextId = 1;
   let holdWhen: ((chunk: Buffer) => boolean) | undefined;
   let refusing = false;
+  // The first connection held under the current holdUpstream, and who waits for one.
+  let firstHeld: Link | undefined;
+  const heldWaiters: Array<(link: Link) => void> = [];
+  const startHolding = (when: ((chunk: Buffer) => boolean) | undefined) => {
+    holdWhen = when;
+    firstHeld = undefined;
+  };
 
   const server: Server = createServer({ allowHalfOpen: true }, (client: Socket) => {
     if (refusing) {
@@ -109,13 +126,20 @@ export const startTcpProxy = async (targetPort: number, targetHost = '127.0.0.1'
       cut: destroy,
       closed: () => gone,
       held: () => upHeld || downHeld || upQueue.length > 0 || downQueue.length > 0,
+      abandoned: () => !gone && clientEnded && (upHeld || upQueue.length > 0),
       whenClosed: () => gonePromise,
     };
     links.add(link);
 
     client.on('data', (chunk: Buffer) => {
       if (sent.length < SENT_MAX) sent += chunk.toString('latin1');
-      if (!upHeld && holdWhen !== undefined && holdWhen(chunk)) upHeld = true;
+      if (!upHeld && holdWhen !== undefined && holdWhen(chunk)) {
+        upHeld = true;
+        if (firstHeld === undefined) {
+          firstHeld = link;
+          for (const waiter of heldWaiters.splice(0)) waiter(link);
+        }
+      }
       if (upHeld) upQueue.push(chunk);
       else upstream.write(chunk);
     });
@@ -154,11 +178,11 @@ export const startTcpProxy = async (targetPort: number, targetHost = '127.0.0.1'
   return {
     port: address.port,
     links: () => [...links],
-    holdUpstream: (when) => {
-      holdWhen = when ?? (() => true);
-    },
+    holdUpstream: (when) => startHolding(when ?? (() => true)),
+    firstHeld: () =>
+      firstHeld === undefined ? new Promise<Link>((resolve) => heldWaiters.push(resolve)) : Promise.resolve(firstHeld),
     releaseAll: () => {
-      holdWhen = undefined;
+      startHolding(undefined);
       for (const link of links) link.release();
     },
     cutAll: () => {

@@ -88,6 +88,8 @@ export interface RunningServer {
   readonly start: () => Promise<void>;
   /** Stops it and removes its data. */
   readonly dispose: () => Promise<void>;
+  /** The server it keeps its data in, when it has one of its own (FerretDB's PostgreSQL). */
+  readonly backend?: RunningServer;
 }
 
 /** What the run does when it ends, whatever the suites did: stop every server left and remove its data. */
@@ -343,8 +345,8 @@ export const startPostgres = async (pg: PostgresBinaries): Promise<RunningServer
 };
 
 /**
- * FerretDB v1.24.2 with its PostgreSQL handler, on a PostgreSQL cluster of its own. `stop` and `start` act on FerretDB;
- * `dispose` removes both.
+ * FerretDB v1.24.2 with its PostgreSQL handler, on a PostgreSQL cluster of its own. `stop` and `start` act on FerretDB,
+ * `backend` on PostgreSQL; `dispose` removes both.
  */
 export const startFerretDbOnPostgres = async (bin: string, pg: PostgresBinaries): Promise<RunningServer> => {
   const postgres = await startPostgres(pg);
@@ -365,6 +367,7 @@ export const startFerretDbOnPostgres = async (bin: string, pg: PostgresBinaries)
   });
   return {
     ...ferret,
+    backend: postgres,
     dispose: async () => {
       await ferret.dispose();
       await postgres.dispose();

@@ -164,4 +164,23 @@ test("a write conflict is MongoDB's WriteConflict, or FerretDB's InternalError c
   assert.ok(isUnavailable(deadlock), 'a request that meets one is a 503: safe to retry');
 });
 
+test("FerretDB's InternalError for its PostgreSQL gone (cannot connect, connection ended, shutting down) is unavailability", () => {
+  const server = (code: number, errmsg: string) => new MongoServerError({ ok: 0, code, errmsg });
+  for (const text of [
+    'failed to connect to `user=postgres database=postgres`: 127.0.0.1:5432 (127.0.0.1): dial error: dial tcp 127.0.0.1:5432: connect: connection refused',
+    '[pool.go:210 pool.(*Pool).Get] unexpected EOF',
+    'failed to connect to `user=postgres database=postgres`: tls error: server refused TLS connection',
+    'FATAL: terminating connection due to administrator command (SQLSTATE 57P01)',
+    'FATAL: the database system is starting up (SQLSTATE 57P03)',
+    'conn closed',
+  ]) {
+    assert.ok(isUnavailable(server(1, text)), text);
+  }
+  assert.not.ok(
+    isUnavailable(server(1, 'ERROR: relation "p" does not exist (SQLSTATE 42P01)')),
+    'other backend errors',
+  );
+  assert.not.ok(isUnavailable(server(2, 'unexpected EOF')), 'only within an InternalError');
+});
+
 test.run();

@@ -1,6 +1,12 @@
 import * as assert from 'uvu/assert';
 import { startService, type Service } from '../support/http.js';
-import { ferretDbBinary, startFerretDb, type RunningServer } from '../../harness/servers.js';
+import {
+  ferretDbBinary,
+  postgresBinaries,
+  startFerretDb,
+  startFerretDbOnPostgres,
+  type RunningServer,
+} from '../../harness/servers.js';
 import { mongoRepository } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
 import { eventually, within } from '../support/wait.js';
@@ -88,4 +94,63 @@ test('a crash mid-traffic: bounded 503s, /readyz 503, then recovery without rest
   assert.is((await create(svc, 100)).status, 200);
 });
 
+const pg = postgresBinaries();
+
+/** FerretDB's PostgreSQL handler losing its PostgreSQL: the same outage, told by FerretDB in other words. */
+const onPostgres = suiteWith(
+  'MongoDB adapter when FerretDB loses its PostgreSQL [FerretDB on PostgreSQL]',
+  'skip' in binary
+    ? binary
+    : 'skip' in pg
+      ? pg
+      : async (): Promise<{ server: RunningServer; svc: Service; teardown: () => Promise<void> }> => {
+          const server = await startFerretDbOnPostgres(binary.bin, pg);
+          const { repo, teardown } = await mongoRepository(server.uri, TIMEOUT_MS);
+          const svc = await startService({ plants: repo });
+          return {
+            server,
+            svc,
+            teardown: async () => {
+              await svc.close();
+              await teardown().catch(() => undefined);
+              await server.dispose();
+            },
+          };
+        },
+);
+
+onPostgres.test(
+  'PostgreSQL killed under FerretDB: 503s with Retry-After, never a 500, then recovery without restart',
+  async (ctx) => {
+    const { svc, server } = onPostgres.subject(ctx);
+    const postgres = server.backend;
+    assert.ok(postgres !== undefined, 'the harness hands over the PostgreSQL it started');
+    for (let id = 1; id <= 5; id++) assert.is((await create(svc, id)).status, 200);
+    await postgres.stop(true);
+    for (let round = 0; round < 3; round++) {
+      for (const [method, path, body] of [
+        ['POST', '/plants', `{"id": ${100 + round}, "name": "while down"}`],
+        ['GET', '/plants', undefined],
+        ['DELETE', '/plants/1', undefined],
+      ] as const) {
+        const res = await svc.call(method, path, { token: svc.token.alice, ...(body === undefined ? {} : { body }) });
+        assert.is(res.status, 503, `${method} ${path}: ${res.text}`);
+        assert.is(res.headers.get('retry-after'), '1');
+      }
+    }
+    await postgres.start();
+    await eventually(
+      'creates served again after PostgreSQL came back',
+      async () => (await create(svc, 7)).status === 200,
+      {
+        timeoutMs: 20_000,
+        everyMs: 100,
+      },
+    );
+    const stored = await names(svc);
+    for (let id = 1; id <= 5; id++) assert.ok(stored.has(`plant ${id}`), `acknowledged plant ${id} survived`);
+  },
+);
+
 run();
+onPostgres.run();

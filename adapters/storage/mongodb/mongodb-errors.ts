@@ -92,6 +92,16 @@ const CONNECTION_GONE = new Set([
   'ERR_STREAM_WRITE_AFTER_END',
 ]);
 
+/**
+ * FerretDB's PostgreSQL handler passes on losing its PostgreSQL as an InternalError (code 1) with the client library's
+ * text: it cannot connect ("failed to connect to `user=... database=...`", a TLS refusal), its connection ended
+ * mid-command ("unexpected EOF", "conn closed"), or PostgreSQL ended it (SQLSTATE class 08, connection exception;
+ * 57P01-57P03, shutting down or starting). Seen as 500s under load when PostgreSQL was killed. The store is away, not
+ * faulty: a 503 like any other outage.
+ */
+const FERRETDB_BACKEND_GONE =
+  /failed to connect to `|unexpected EOF|conn closed|tls error|\(SQLSTATE (08[0-9A-Z]{3}|57P0[123])\)/;
+
 /** True when the error says the store did not answer in time or at all, or cannot serve writes/reads right now. */
 export const isUnavailable = (e: unknown): boolean => {
   if (e instanceof Error && CONNECTION_GONE.has(String((e as NodeJS.ErrnoException).code))) return true;
@@ -112,6 +122,9 @@ export const isUnavailable = (e: unknown): boolean => {
   if (e instanceof MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
   if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
   if (e instanceof MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
+  if (e instanceof MongoServerError && Number(e.code) === 1 && FERRETDB_BACKEND_GONE.test(e.errmsg ?? e.message)) {
+    return true;
+  }
   return (e instanceof MongoServerError && UNAVAILABLE_CODES.has(Number(e.code))) || isWriteConflict(e);
 };
 

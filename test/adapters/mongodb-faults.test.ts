@@ -14,25 +14,26 @@ import { eventually, within } from '../support/wait.js';
 const TIMEOUT_MS = 2000;
 const binary = ferretDbBinary();
 
-/** A FerretDB of its own (this suite stops and starts it), the MongoDB adapter on it, and the service over that. */
+/** The MongoDB adapter on a server of the suite's own (the suite stops and starts it), and the service over that. */
+const served = async (
+  server: RunningServer,
+): Promise<{ server: RunningServer; svc: Service; teardown: () => Promise<void> }> => {
+  const { repo, teardown } = await mongoRepository(server.uri, TIMEOUT_MS);
+  const svc = await startService({ plants: repo });
+  return {
+    server,
+    svc,
+    teardown: async () => {
+      await svc.close();
+      await teardown().catch(() => undefined);
+      await server.dispose();
+    },
+  };
+};
+
 const { test, subject, run } = suiteWith(
   'MongoDB adapter when the server goes away [FerretDB]',
-  'skip' in binary
-    ? binary
-    : async (): Promise<{ server: RunningServer; svc: Service; teardown: () => Promise<void> }> => {
-        const server = await startFerretDb(binary.bin);
-        const { repo, teardown } = await mongoRepository(server.uri, TIMEOUT_MS);
-        const svc = await startService({ plants: repo });
-        return {
-          server,
-          svc,
-          teardown: async () => {
-            await svc.close();
-            await teardown().catch(() => undefined);
-            await server.dispose();
-          },
-        };
-      },
+  'skip' in binary ? binary : async () => served(await startFerretDb(binary.bin)),
 );
 const create = (svc: Service, id: number) =>
   svc.call('POST', '/plants', { token: svc.token.alice, body: `{"id": ${id}, "name": "plant ${id}"}` });
@@ -99,24 +100,7 @@ const pg = postgresBinaries();
 /** FerretDB's PostgreSQL handler losing its PostgreSQL: the same outage, told by FerretDB in other words. */
 const onPostgres = suiteWith(
   'MongoDB adapter when FerretDB loses its PostgreSQL [FerretDB on PostgreSQL]',
-  'skip' in binary
-    ? binary
-    : 'skip' in pg
-      ? pg
-      : async (): Promise<{ server: RunningServer; svc: Service; teardown: () => Promise<void> }> => {
-          const server = await startFerretDbOnPostgres(binary.bin, pg);
-          const { repo, teardown } = await mongoRepository(server.uri, TIMEOUT_MS);
-          const svc = await startService({ plants: repo });
-          return {
-            server,
-            svc,
-            teardown: async () => {
-              await svc.close();
-              await teardown().catch(() => undefined);
-              await server.dispose();
-            },
-          };
-        },
+  'skip' in binary ? binary : 'skip' in pg ? pg : async () => served(await startFerretDbOnPostgres(binary.bin, pg)),
 );
 
 onPostgres.test(

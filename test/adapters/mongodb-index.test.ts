@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import * as assert from 'uvu/assert';
-import type { Logger } from '../../application/ports/logger.js';
 import {
   COLLECTION,
   INDEX_NAME,
@@ -12,6 +11,8 @@ import {
 import { aPlant, freshOwner, left, right } from '../support/fixtures.js';
 import { startService } from '../support/http.js';
 import { ferretDbBinary, sharedFerretDb } from '../../harness/servers.js';
+import type { Logger } from '../../application/ports/logger.js';
+import { captureLogs } from '../support/log-capture.js';
 import { suiteWith } from '../support/suites.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually } from '../support/wait.js';
@@ -22,21 +23,6 @@ import { eventually } from '../support/wait.js';
  * by the periodic check (no proof per write) and put back.
  */
 const binary = ferretDbBinary();
-
-interface Line {
-  readonly level: 'info' | 'warn' | 'error';
-  readonly message: string;
-}
-const capture = () => {
-  const lines: Line[] = [];
-  const logger: Logger = {
-    debug: () => undefined,
-    info: (_f, message) => void lines.push({ level: 'info', message }),
-    warn: (_f, message) => void lines.push({ level: 'warn', message }),
-    error: (_f, message) => void lines.push({ level: 'error', message }),
-  };
-  return { logger, lines };
-};
 
 interface Subject {
   readonly uri: string;
@@ -92,7 +78,7 @@ const refusedIndexCase = async (
   says: RegExp,
 ) => {
   const { uri, admin, proxy } = subject(ctx);
-  const { logger, lines } = capture();
+  const { logger, lines } = captureLogs();
   const db = `plantstore_index_${randomUUID().slice(0, 8)}`;
   await prepare(admin, db);
   const before = createIndexesSent(proxy);
@@ -221,7 +207,7 @@ const indexesBack = async (admin: MongoClient, db: string, withinMs: number) => 
 
 test('both unique indexes dropped under a running adapter: its periodic check alone puts them back within its interval, logged once', async (ctx) => {
   const { uri, admin } = subject(ctx);
-  const { logger, lines } = capture();
+  const { logger, lines } = captureLogs();
   const { db, store } = storeOn(uri, logger, { indexRecheckMs: 200 });
   try {
     await right(store.repository.insert(freshOwner(), aPlant(1n), 10));
@@ -238,7 +224,7 @@ test('both unique indexes dropped under a running adapter: its periodic check al
 
 test('the collection dropped under a running adapter: once the check has put the indexes back, one id is stored once', async (ctx) => {
   const { uri, admin } = subject(ctx);
-  const { logger } = capture();
+  const { logger } = captureLogs();
   const { db, store } = storeOn(uri, logger, { indexRecheckMs: 100 });
   const repo = store.repository;
   try {
@@ -261,7 +247,7 @@ test('the collection dropped under a running adapter: once the check has put the
 
 test('plants of one owner and id stored while the (owner, id) index was missing: one error line, 503s, and no guess at which to keep', async (ctx) => {
   const { uri, admin } = subject(ctx);
-  const { logger, lines } = capture();
+  const { logger, lines } = captureLogs();
   const { db, store } = storeOn(uri, logger, { indexRecheckMs: 100, indexRetryMs: 100 });
   try {
     const owner = freshOwner();
@@ -289,7 +275,7 @@ test('plants of one owner and id stored while the (owner, id) index was missing:
 
 test('a store that is closed answers unavailable, not a fault', async (ctx) => {
   const { uri } = subject(ctx);
-  const { logger } = capture();
+  const { logger } = captureLogs();
   const { store } = storeOn(uri, logger);
   await right(store.repository.ping);
   await store.close();

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import * as assert from 'uvu/assert';
-import type { Logger } from '../../application/ports/logger.js';
 import {
   COLLECTION,
   INDEX_NAME,
@@ -11,8 +10,10 @@ import {
 import type { Owner } from '../../domain/plant.js';
 import { aPlant, freshOwner, right } from '../support/fixtures.js';
 import { ferretDbServers, mongoInstance } from '../support/storage-backends.js';
+import { captureLogs } from '../support/log-capture.js';
 import { suiteWith } from '../support/suites.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { eventually, sleep } from '../support/wait.js';
 
 /**
  * The slot index rebuilt under running processes (adapters/storage/mongodb/indexes.ts). While it was missing, two
@@ -29,34 +30,10 @@ import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
  */
 const MAX = 10;
 
-interface Line {
-  readonly level: 'info' | 'warn' | 'error';
-  readonly message: string;
-}
-const capture = () => {
-  const lines: Line[] = [];
-  const logger: Logger = {
-    debug: () => undefined,
-    info: (_f, message) => void lines.push({ level: 'info', message }),
-    warn: (_f, message) => void lines.push({ level: 'warn', message }),
-    error: (_f, message) => void lines.push({ level: 'error', message }),
-  };
-  return { logger, lines };
-};
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The chunks a client sends that carry the command `name`. */
 const carries = (name: string) => {
   const marker = Buffer.from(`\u0002${name}\u0000`, 'latin1');
   return (chunk: Buffer) => chunk.includes(marker);
-};
-
-/** Polls `ready` every 25 ms until it holds; fails with `what` after `withinMs`. */
-const until = async (what: string, ready: () => Promise<boolean> | boolean, withinMs = 10_000) => {
-  const end = Date.now() + withinMs;
-  while (!(await ready())) {
-    assert.ok(Date.now() < end, `${what} (within ${withinMs} ms)`);
-    await sleep(25);
-  }
 };
 
 /**
@@ -94,7 +71,7 @@ for (const { name, setup } of ferretDbServers()) {
     const { uri, port, admin } = subject(ctx);
     const db = `plantstore_rebuild_${randomUUID().slice(0, 8)}`;
     const proxy: TcpProxy = await startTcpProxy(port);
-    const seen = capture();
+    const seen = captureLogs();
     const b = mongoInstance(`mongodb://127.0.0.1:${proxy.port}/`, db, { logger: seen.logger });
     let a: MongodbPlantRepository | undefined;
     const plants = admin.db(db).collection(COLLECTION);
@@ -117,7 +94,7 @@ for (const { name, setup } of ferretDbServers()) {
         Array.from({ length: 6 }, (_, i) => ({ owner, id: BigInt(100 + i), name: `gap ${i}`, slot: slotsOfB[i % 3] })),
       );
       if (sight === 'gap, then A') {
-        await until('B sees the index missing', () =>
+        await eventually('B sees the index missing', () =>
           seen.lines.some((l) => l.level === 'warn' && /went missing/.test(l.message)),
         );
       }
@@ -131,11 +108,11 @@ for (const { name, setup } of ferretDbServers()) {
       assert.is(await plants.countDocuments({ owner, slot: { $gte: MAX } }), 6, 'six plants mended to outside slots');
       if (sight === 'two rebuilds') {
         await dropSlotIndexes(admin, db);
-        await until('A puts the index back again', async () => (await slotIndexes(admin, db)).length === 1);
+        await eventually('A puts the index back again', async () => (await slotIndexes(admin, db)).length === 1);
       }
 
       proxy.releaseAll();
-      await until('B answers its readiness check', async () => (await b.repository.ping())._tag === 'Right');
+      await eventually('B answers its readiness check', async () => (await b.repository.ping())._tag === 'Right');
       if (sight !== 'gap, then A') {
         assert.not.ok(
           seen.lines.some((l) => /went missing/.test(l.message)),
@@ -172,7 +149,7 @@ for (const { name, setup } of ferretDbServers()) {
     const { port, admin } = subject(ctx);
     const db = `plantstore_rebuild_${randomUUID().slice(0, 8)}`;
     const proxy = await startTcpProxy(port);
-    const seen = capture();
+    const seen = captureLogs();
     const plants = admin.db(db).collection(COLLECTION);
     const owner = freshOwner();
     let a: MongodbPlantRepository | undefined;
@@ -187,10 +164,10 @@ for (const { name, setup } of ferretDbServers()) {
         (chunk) => carries('createIndexes')(chunk) && chunk.includes(SLOT_INDEX_NAME) && ++slotBuilds >= 2,
       );
       a = mongoInstance(`mongodb://127.0.0.1:${proxy.port}/`, db, { logger: seen.logger });
-      await until('the second try at the slot index is on the wire', () => proxy.links().some((l) => l.held()));
+      await eventually('the second try at the slot index is on the wire', () => proxy.links().some((l) => l.held()));
       await plants.insertMany([3n, 4n].map((id) => ({ owner, id, name: `plant ${id}`, slot: 1 })));
       proxy.releaseAll();
-      await until('A answers its readiness check', async () => (await a?.repository.ping())?._tag === 'Right');
+      await eventually('A answers its readiness check', async () => (await a?.repository.ping())?._tag === 'Right');
       const errors = seen.lines.filter((l) => l.level === 'error');
       assert.equal(errors, [], 'no error line (nothing for an operator to do)');
       assert.ok(
@@ -213,7 +190,7 @@ for (const { name, setup } of ferretDbServers()) {
     const { port, admin } = subject(ctx);
     const db = `plantstore_rebuild_${randomUUID().slice(0, 8)}`;
     const proxy = await startTcpProxy(port);
-    const seen = capture();
+    const seen = captureLogs();
     const plants = admin.db(db).collection(COLLECTION);
     let a: MongodbPlantRepository | undefined;
     try {
@@ -223,14 +200,14 @@ for (const { name, setup } of ferretDbServers()) {
       // listed indexes waits until that index is gone again, so A sees what it would see there: none yet.
       proxy.holdUpstream((chunk) => carries('createIndexes')(chunk) && chunk.includes(SLOT_INDEX_NAME));
       a = mongoInstance(`mongodb://127.0.0.1:${proxy.port}/`, db, { logger: seen.logger });
-      await until('A’s build of the slot index is on the wire', () => proxy.links().some((l) => l.held()));
+      await eventually('A’s build of the slot index is on the wire', () => proxy.links().some((l) => l.held()));
       await plants.createIndex({ owner: 1, slot: 1 }, { unique: true, name: `${SLOT_INDEX_NAME}_other` });
       proxy.releaseAll();
       proxy.holdUpstream(carries('listIndexes'));
-      await until('A looks at the listed indexes after the conflict', () => proxy.links().some((l) => l.held()));
+      await eventually('A looks at the listed indexes after the conflict', () => proxy.links().some((l) => l.held()));
       await plants.dropIndex(`${SLOT_INDEX_NAME}_other`);
       proxy.releaseAll();
-      await until('A answers its readiness check', async () => (await a?.repository.ping())?._tag === 'Right');
+      await eventually('A answers its readiness check', async () => (await a?.repository.ping())?._tag === 'Right');
       assert.equal(
         seen.lines.filter((l) => l.level === 'error'),
         [],

@@ -41,7 +41,7 @@ const OPENAPI = /^\/openapi\.json$/;
 const PLANTS = /^\/plants$/;
 const PLANT = /^\/plants\/(?<id>[^/]*)$/;
 const METRICS = /^\/metrics$/;
-const DOCS = /^\/docs$/;
+const DOCS = /^\/docs\/?$/; // /docs/ redirects to /docs (docsPageHandler)
 const DOCS_ASSET = /^\/docs\/(?<asset>[^/]+)$/;
 
 /**

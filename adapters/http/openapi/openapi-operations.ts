@@ -18,7 +18,7 @@ const common = {
   'Cache-Control': ref('headers/Cache-Control'),
   'X-Content-Type-Options': ref('headers/X-Content-Type-Options'),
 };
-const internalError = { '500': ref('responses/InternalError') };
+const otherFailures = { default: ref('responses/OtherFailure') };
 
 /** CORS, as the document's description says it (the preflights are not operations of the document). */
 export const CORS_IN_WORDS = [
@@ -45,7 +45,7 @@ const operationalPaths: Record<string, PathItem> = {
           content: { 'text/plain': { schema: { type: 'string' } } },
         },
         '404': ref('responses/NotFound'),
-        ...internalError,
+        ...otherFailures,
       },
     },
   },
@@ -54,7 +54,7 @@ const operationalPaths: Record<string, PathItem> = {
       operationId: 'docs',
       summary: 'This reference as a web page',
       description:
-        'Renders /openapi.json with Swagger UI, from files served by the service itself under /docs/ (works offline), under a Content-Security-Policy that allows this origin only. The page loads those files itself; they are not operations of this document.',
+        'Renders /openapi.json with Swagger UI, from files served by the service itself under /docs/ (works offline), under a Content-Security-Policy that allows this origin only. The page loads those files itself; they are not operations of this document. /docs/ (with the slash) redirects here (308, `Location: ../docs`).',
       security: [],
       responses: {
         '200': {
@@ -65,7 +65,8 @@ const operationalPaths: Record<string, PathItem> = {
           },
           content: { 'text/html': { schema: { type: 'string' } } },
         },
-        ...internalError,
+        '400': ref('responses/MalformedRequest'),
+        ...otherFailures,
       },
     },
   },

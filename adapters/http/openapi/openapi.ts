@@ -1,10 +1,9 @@
 import { INT64_MAX, INT64_MIN } from '../../../domain/int64.js';
-import { NAME_MAX, TAG_MAX, type PlantId } from '../../../domain/plant.js';
+import { NAME_MAX, PlantId, TAG_MAX } from '../../../domain/plant.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plants.js';
 import { TOKEN_MAX } from '../api/auth.js';
 import { RETRY_AFTER_SECONDS } from '../api/failures.js';
 import { JSON_LIMITS } from '../formats/json.js';
-import { encodeCursor } from '../formats/cursor.js';
 import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
 
 /**
@@ -15,12 +14,21 @@ import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
 // Not blank, no C0 control character, no DEL (JSON Schema patterns are ECMA-262 with the u flag).
 const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
 
-const error = (description: string, extraHeaders: Record<string, object> = {}) => ({
+/**
+ * A failure answer: the Error body with a real example (what the service sends for this status, so that the docs
+ * page shows it instead of `{"error": 0, "message": "string"}`), X-Request-Id, and the fields this answer adds.
+ * Cache-Control and X-Content-Type-Options, on every answer alike, are said once in the document's description:
+ * declared on every status of every operation, they made Go clients parse them a hundred times over.
+ */
+const error = (status: number, description: string, message: string, extraHeaders: Record<string, object> = {}) => ({
   description,
-  headers: { ...commonHeaders, ...extraHeaders },
-  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' }, ...extraHeaders },
+  content: {
+    'application/json': { schema: { $ref: '#/components/schemas/Error' }, example: { error: status, message } },
+  },
 });
 
+/** On every success answer: what a cache and a browser need to know about the representation. */
 const commonHeaders = {
   'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
   'Cache-Control': { $ref: '#/components/headers/Cache-Control' },
@@ -38,12 +46,20 @@ const authFailures = {
   '403': { $ref: '#/components/responses/Forbidden' },
 };
 const rateLimited = { '429': { $ref: '#/components/responses/TooManyRequests' } };
-const serverFailures = {
-  '500': { $ref: '#/components/responses/InternalError' },
-  '503': { $ref: '#/components/responses/Unavailable' },
-};
+const unavailable = { '503': { $ref: '#/components/responses/Unavailable' } };
+/**
+ * Every other failure (500, and what the server answers before routing: malformed HTTP 400, 408, 417, 431, 501,
+ * 505): one shared `default` answer, so that a generated client has one type and one case for them, not one per
+ * status per operation.
+ */
+const otherFailures = { default: { $ref: '#/components/responses/OtherFailure' } };
+/** An operation without a 400 of its own still answers malformed HTTP with one (and a 4xx is what linters look for). */
+export const malformed = { '400': { $ref: '#/components/responses/MalformedRequest' } };
 
-/** Where integrators look for it: the id's own description, and the document's. */
+/**
+ * JavaScript's advice, in the document's description (and docs/API.md) only: in a schema's description it was copied
+ * into every generated Go and Python file.
+ */
 const BIG_IDS_IN_WORDS = [
   '**Ids beyond 2^53 from JavaScript.** JSON.stringify and JSON.parse hold numbers as IEEE doubles, exact only up to',
   '2^53 (9007199254740992): a larger id is rounded without a word (9007199254740993 is sent as 9007199254740992,',
@@ -53,6 +69,16 @@ const BIG_IDS_IN_WORDS = [
   '`stringify`, which writes a bigint exactly (with openapi-fetch: `bodySerializer: (body) => stringify(body)`). In',
   'DELETE /plants/{id} the id is a path string, exact at any size. The service never answers an id, so nothing needs',
   'parsing back.',
+].join(' ');
+
+/** Where a token comes from: the first thing a new user of the docs page needs. */
+const TOKENS_IN_WORDS = [
+  '**Tokens.** Every /plants call needs `Authorization: Bearer <token>` (the Authorize button of the docs page). Where',
+  'the token comes from depends on how the operator runs the service (AUTH): by default (`npm start` with no',
+  'configuration) a token for the run is printed once in the service\'s log; with AUTH=static the operator gives you',
+  'one of AUTH_TOKENS; with AUTH=redis the operator issues one with `npm run token -- issue` against the same Redis the',
+  'service uses; with AUTH=jwt your identity provider issues a signed JWT with the plants:read and plants:write scopes.',
+  'A token the service does not know answers 401 `invalid_token`; the server\'s log line for that request says why.',
 ].join(' ');
 
 /** An id, a name and a tag that every example uses, so that Try it out creates, lists and deletes one plant. */
@@ -72,8 +98,11 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         'Authentication happens before a request body is read or validated.',
         'Failures found before routing answer the Error body too and close the connection: malformed HTTP 400,',
         'request timeouts 408, headers too large 431, an Expect other than 100-continue 417, CONNECT 501, and an HTTP',
-        'version other than 1.0 and 1.1 505.',
+        'version other than 1.0 and 1.1 505. Every answer, failures included, carries X-Request-Id, `Cache-Control:',
+        'no-store` (the docs page\'s own files excepted) and `X-Content-Type-Options: nosniff`.',
       ].join(' ') +
+      '\n\n' +
+      TOKENS_IN_WORDS +
       '\n\n' +
       BIG_IDS_IN_WORDS +
       '\n\n' +
@@ -103,9 +132,8 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             in: 'query',
             required: false,
             description:
-              'Opaque; only a value taken from a `Link: rel="next"` header of this service. Anything else answers 400. Absent: the first page. (The example is the cursor of the page after id 0.)',
+              'Opaque; only a value taken from a `Link: rel="next"` header of this service. Anything else answers 400. Absent: the first page. Leave it empty to list from the lowest id.',
             schema: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9_-]+$' },
-            example: encodeCursor(0n as PlantId),
           },
         ],
         responses: {
@@ -122,15 +150,19 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             content: {
               'application/json': {
                 schema: { type: 'array', maxItems: PAGE_MAX, items: { $ref: '#/components/schemas/Plant' } },
+                example: [{ name: EXAMPLE_PLANT.name, tag: EXAMPLE_PLANT.tag }, { name: 'Fern' }],
               },
             },
           },
           '400': error(
-            '`limit` or `cursor` is not valid, or given more than once (every parameter of the query is read, however many there are); `message` names the parameter and the rule.',
+            400,
+            '`limit` or `cursor` is not valid, or given more than once (every parameter of the query is read, however many there are); `message` names the parameter and the rule. (Malformed HTTP is a 400 too, described under `default`.)',
+            'cursor: must be a cursor taken from a next link',
           ),
           ...authFailures,
           ...rateLimited,
-          ...serverFailures,
+          ...unavailable,
+          ...otherFailures,
         },
       },
       post: {
@@ -154,20 +186,35 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Plant' } } },
           },
           '400': error(
-            `The body is not UTF-8 JSON, repeats a member name, nests deeper than ${JSON_LIMITS.maxDepth}, holds more than ${JSON_LIMITS.maxValues} members and elements, is not an object, or breaks a field rule; \`message\` names the field and the rule, e.g. "name: must be 1 to 200 characters".`,
+            400,
+            `The body is not UTF-8 JSON, repeats a member name, nests deeper than ${JSON_LIMITS.maxDepth}, holds more than ${JSON_LIMITS.maxValues} members and elements, is not an object, or breaks a field rule; \`message\` names the field and the rule, e.g. "name: must be 1 to ${NAME_MAX} characters". A member sent as null (what many serializers write for an unset optional field) is refused: leave \`tag\` out instead. (Malformed HTTP is a 400 too, described under \`default\`.)`,
+            `name: must be 1 to ${NAME_MAX} characters`,
           ),
           '401': { $ref: '#/components/responses/Unauthorized' },
           '403': { $ref: '#/components/responses/ForbiddenOrQuotaExceeded' },
           ...rateLimited,
-          '409': error('The owner already has a plant with this id and a different name or tag; nothing was changed.'),
-          '413': error(`The body is larger than ${bodyLimit} bytes; it is not read, and the connection is closed.`),
+          '409': error(
+            409,
+            'The owner already has a plant with this id and a different name or tag; nothing was changed.',
+            'id: a plant with this id and a different name or tag already exists',
+          ),
+          '413': error(
+            413,
+            `The body is larger than ${bodyLimit} bytes; it is not read, and the connection is closed.`,
+            `body: must be at most ${bodyLimit} bytes`,
+          ),
           '415': error(
+            415,
             'Content-Type is not application/json (parameters such as charset=utf-8 are allowed; another charset is not), or the body has a Content-Encoding other than identity (send it uncompressed).',
+            'content-type: must be application/json',
           ),
-          ...serverFailures,
+          ...unavailable,
           '507': error(
+            507,
             'The store is full for every owner (in-memory storage: MEMORY_MAX_PLANTS, by default derived from the heap the process may use); nothing was changed. Retrying helps only once plants are deleted.',
+            'storage: the store is full; no plant can be created until plants are deleted',
           ),
+          ...otherFailures,
         },
       },
     },
@@ -190,13 +237,20 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         ],
         responses: {
           '204': { description: 'Deleted; no body.', headers: commonHeaders },
-          '400': error('The id is not a decimal int64.'),
+          '400': error(
+            400,
+            'The id is not a decimal int64. (Malformed HTTP is a 400 too, described under `default`.)',
+            `id: ${PlantId.rule}`,
+          ),
           ...authFailures,
           ...rateLimited,
           '404': error(
+            404,
             "The caller's owner has no plant with this id (never existed, already deleted, or another owner's).",
+            'id: no plant with this id',
           ),
-          ...serverFailures,
+          ...unavailable,
+          ...otherFailures,
         },
       },
     },
@@ -212,7 +266,8 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             headers: commonHeaders,
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } },
           },
-          '500': { $ref: '#/components/responses/InternalError' },
+          ...malformed,
+          ...otherFailures,
         },
       },
     },
@@ -229,10 +284,14 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             headers: commonHeaders,
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Ready' } } },
           },
-          '500': { $ref: '#/components/responses/InternalError' },
-          '503': error('A backend does not answer; `message` names which (storage, token store), never its address.', {
-            'Retry-After': { $ref: '#/components/headers/Retry-After' },
-          }),
+          '503': error(
+            503,
+            'A backend does not answer; `message` names which (storage, token store), never its address.',
+            'not ready: storage does not answer',
+            { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+          ),
+          ...malformed,
+          ...otherFailures,
         },
       },
     },
@@ -248,7 +307,8 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             headers: commonHeaders,
             content: { 'application/json': { schema: { type: 'object' } } },
           },
-          '500': { $ref: '#/components/responses/InternalError' },
+          ...malformed,
+          ...otherFailures,
         },
       },
     },
@@ -258,7 +318,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       bearer: {
         type: 'http',
         scheme: 'bearer',
-        description: `Authorization: Bearer <token>; the scheme name is case-insensitive and followed by one or more spaces, the token is an RFC 6750 b64token of at most ${TOKEN_MAX} characters. Scopes: plants:read (list), plants:write (create, delete).`,
+        description: `Authorization: Bearer <token>; the scheme name is case-insensitive and followed by one or more spaces, the token is an RFC 6750 b64token of at most ${TOKEN_MAX} characters. Scopes: plants:read (list), plants:write (create, delete). Where a token comes from: see **Tokens** in the description above (by default, the one the service prints at start).`,
       },
     },
     schemas: {
@@ -273,8 +333,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             minimum: INT64_MIN,
             maximum: INT64_MAX,
             description:
-              'Unique per owner. Kept exact over the whole int64 range (also beyond 2^53). A number with a zero fraction (7.0, 7e0) is the integer 7; strings, fractions, booleans and null are refused. ' +
-              BIG_IDS_IN_WORDS,
+              'Unique per owner. Kept exact over the whole int64 range (also beyond 2^53): send it as exact JSON digits. A number with a zero fraction (7.0, 7e0) is the integer 7; strings, fractions, booleans and null are refused.',
             examples: [EXAMPLE_PLANT.id],
           },
           name: { $ref: '#/components/schemas/PlantName' },
@@ -315,8 +374,10 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           message: { type: 'string', description: 'One sentence that tells the client what to fix.' },
         },
       },
-      Health: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } },
-      Ready: { type: 'object', required: ['status'], properties: { status: { const: 'ready' } } },
+      // Every schema typed: a bare `const` became `interface{}` in Go clients (oapi-codegen), which then failed to
+      // decode every answer.
+      Health: { type: 'object', required: ['status'], properties: { status: { type: 'string', const: 'ok' } } },
+      Ready: { type: 'object', required: ['status'], properties: { status: { type: 'string', const: 'ready' } } },
     },
     headers: {
       'X-Request-Id': {
@@ -325,8 +386,8 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           "The caller's X-Request-Id when it is 1 to 128 characters of [A-Za-z0-9._:-], otherwise a new random id; also in the server's log line.",
         schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
       },
-      'Cache-Control': { required: true, schema: { const: 'no-store' } },
-      'X-Content-Type-Options': { required: true, schema: { const: 'nosniff' } },
+      'Cache-Control': { required: true, schema: { type: 'string', const: 'no-store' } },
+      'X-Content-Type-Options': { required: true, schema: { type: 'string', const: 'nosniff' } },
       'Retry-After': {
         required: true,
         description: 'Seconds to wait before retrying.',
@@ -346,15 +407,21 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
     },
     responses: {
       Unauthorized: error(
-        'Missing header, wrong scheme or malformed token: `WWW-Authenticate: Bearer realm="plants"`. Unknown, expired or revoked token: `WWW-Authenticate: Bearer realm="plants", error="invalid_token"`.',
+        401,
+        'Missing header, wrong scheme or malformed token: `WWW-Authenticate: Bearer realm="plants"`. Unknown, expired or revoked token, or (AUTH=jwt) a signature or claim that does not check: `WWW-Authenticate: Bearer realm="plants", error="invalid_token"`, with `error_description="The access token expired"` for an expired JWT. The server\'s log line for the request (its X-Request-Id) says which check failed, never the token.',
+        'authorization: the bearer token is unknown, expired or revoked',
         { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
       ),
       Forbidden: error(
+        403,
         'The token lacks the scope: `WWW-Authenticate: Bearer realm="plants", error="insufficient_scope", scope="plants:write"` (or plants:read).',
+        'authorization: the token lacks the scope plants:read',
         { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
       ),
       ForbiddenOrQuotaExceeded: error(
+        403,
         'Either the token lacks the scope plants:write: `WWW-Authenticate: Bearer realm="plants", error="insufficient_scope", scope="plants:write"`; or the caller\'s owner already keeps as many plants as its quota allows (MAX_PLANTS_PER_OWNER): no WWW-Authenticate, Quota-Limit and Quota-Used give the figures, `message` starts with "quota:", and nothing was stored. A retried create of a plant already stored still answers 200, and deleting a plant frees room at once (with several service processes on MongoDB, within a second on the others).',
+        'authorization: the token lacks the scope plants:write',
         {
           'WWW-Authenticate': {
             description: 'Present when the scope is missing; absent when the quota is exceeded.',
@@ -363,12 +430,14 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           ...quotaHeaders,
         },
       ),
-      NotFound: error('Unknown path.'),
-      MethodNotAllowed: error('Known path, method it does not have.', {
+      NotFound: error(404, 'Unknown path.', 'no such resource; see /openapi.json'),
+      MethodNotAllowed: error(405, 'Known path, method it does not have.', 'method not allowed here; use GET, HEAD', {
         Allow: { required: true, schema: { type: 'string' } },
       }),
       TooManyRequests: error(
+        429,
         'Only when rate limiting is configured (RATE_LIMIT_MAX): the principal used its allowance for the current fixed window. While limiting is on, every authenticated response also carries the RateLimit-* fields.',
+        'too many requests: at most 100 per window; retry in 7 s',
         {
           'Retry-After': { $ref: '#/components/headers/Retry-After' },
           'RateLimit-Limit': {
@@ -388,47 +457,37 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           },
         },
       ),
-      InternalError: error('An unexpected fault; the body is exactly {"error":500,"message":"internal error"}.'),
-      MalformedRequest: error(
-        'Malformed HTTP, found before the request reached this operation (a bad request line or header, two Content-Length values, bad chunked framing, HTTP/1.1 without exactly one Host); the connection is closed.',
-      ),
-      RequestTimeout: error(
-        'The headers (HEADERS_TIMEOUT_MS) or the whole request (REQUEST_TIMEOUT_MS) did not arrive in time; the request is not processed and the connection is closed.',
-      ),
-      ExpectationFailed: error('An Expect header other than 100-continue; the connection is closed.'),
-      HeadersTooLarge: error('The request line and headers pass MAX_HEADER_SIZE bytes; the connection is closed.'),
       Unavailable: error(
+        503,
         `A backend the request needs (storage, token store) is unreachable or too slow (bounded, default 2 s). ` +
           `The outcome of a create or delete answered 503 is unknown: it may have been applied, or may still be ` +
           `applied shortly after. Retrying is safe: repeat the same create (200 means the plant is stored, by either ` +
           `attempt; 409 means another plant holds the id) or the same delete (204 or 404 both mean it is gone). A ` +
           `delete answered 503 never removes a plant created after it.`,
-        {
-          'Retry-After': { $ref: '#/components/headers/Retry-After' },
-        },
+        'storage is unavailable, retry later',
+        { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+      ),
+      MalformedRequest: error(
+        400,
+        'Malformed HTTP, found before the request reached this operation (a bad request line or header, two Content-Length values, bad chunked framing, HTTP/1.1 without exactly one Host); the connection is closed.',
+        'request: send exactly one Host header',
+      ),
+      OtherFailure: error(
+        500,
+        [
+          'Any other failure, with `error` equal to the status. 500: an unexpected fault; the body is exactly',
+          '{"error":500,"message":"internal error"}. Found before the request reached the operation, each closing the',
+          'connection: 400 malformed HTTP (a bad request line or header, two Content-Length values, bad chunked',
+          'framing, HTTP/1.1 without exactly one Host); 408 the headers (HEADERS_TIMEOUT_MS) or the whole request',
+          '(REQUEST_TIMEOUT_MS) did not arrive in time, and the request is not processed; 417 an Expect header other',
+          'than 100-continue; 431 the request line and headers pass MAX_HEADER_SIZE bytes; 501 a method this server',
+          'does not implement; 505 an HTTP version other than 1.0 and 1.1.',
+        ].join(' '),
+        'internal error',
       ),
     },
   },
 });
 
-/** What Node's HTTP parser and the server may answer before routing, on any operation (adapters/http/transport/server.ts). */
-const HTTP_FAILURES: Readonly<Record<string, { readonly $ref: string }>> = {
-  '400': { $ref: '#/components/responses/MalformedRequest' },
-  '408': { $ref: '#/components/responses/RequestTimeout' },
-  '417': { $ref: '#/components/responses/ExpectationFailed' },
-  '431': { $ref: '#/components/responses/HeadersTooLarge' },
-};
-
-/** Every operation also lists the failures found before routing (an operation's own 400 keeps its description). */
-const withHttpFailures = <D extends { readonly paths: Record<string, object> }>(doc: D): D => {
-  for (const item of Object.values(doc.paths)) {
-    for (const operation of Object.values(item) as Array<{ responses?: Record<string, unknown> }>) {
-      if (operation.responses === undefined) continue;
-      for (const [status, response] of Object.entries(HTTP_FAILURES)) operation.responses[status] ??= response;
-    }
-  }
-  return doc;
-};
-
 export const openApiDocument = (options: { readonly bodyLimit: number }) =>
-  withHttpFailures(withOperationalPaths(plantsDocument(options)));
+  withOperationalPaths(plantsDocument(options));

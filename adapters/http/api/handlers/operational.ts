@@ -33,11 +33,16 @@ export const metricsHandler =
 
 type Docs = ReturnType<typeof docsSite>;
 
-/** GET /docs: the API reference page, rendered in the browser from /openapi.json. */
+/**
+ * GET /docs: the API reference page, rendered in the browser from /openapi.json. /docs/ redirects to it: the page's
+ * relative URLs (docs/...) hold only from /docs, and a relative Location keeps a path prefix in front of the service.
+ */
 export const docsPageHandler =
-  (docs: Docs, { ok }: Responder): Handler =>
+  (docs: Docs, { ok, send }: Responder): Handler =>
   (req, res) =>
-    ok(req, res, docs.page.body, docs.page.headers);
+    req.path.endsWith('/')
+      ? send(req, res, 308, undefined, { location: '../docs' })
+      : ok(req, res, docs.page.body, docs.page.headers);
 
 /** GET /docs/{asset}: the page's own scripts and styles, installed from npm (no CDN). */
 export const docsAssetHandler =

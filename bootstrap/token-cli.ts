@@ -9,20 +9,26 @@ import { hasControlCharacter } from '../domain/text.js';
 import { ConfigError, loadConfig } from './config.js';
 
 /**
- * `npm run token -- issue --owner O --subject S --scopes plants:read,plants:write [--ttl SECONDS]` prints a new token
- * alone on the last line of stdout; `npm run token -- revoke TOKEN` (or `revoke -`, the token on standard input)
- * revokes one at once (Redis reports the deletion to every running service process, which drops the token from its
- * cache: the next request with it is a 401). Uses the service's own configuration, and needs AUTH=redis (with
- * REDIS_URL, AUTH_TIMEOUT_MS). Bad arguments, a repeated option included: the usage, exit 2. `--help`: the usage on
- * stdout, exit 0.
+ * `npm run --silent token -- issue --owner O --subject S --scopes plants:read,plants:write [--ttl SECONDS]` prints a
+ * new token and nothing else on stdout (a summary goes to stderr): `TOKEN=$(npm run --silent token -- issue ...)`
+ * captures it (without --silent, npm itself prints its banner on stdout first). `npm run token -- revoke TOKEN` (or
+ * `revoke -`, the token on standard input) revokes one at once (Redis reports the deletion to every running service
+ * process, which drops the token from its cache: the next request with it is a 401). Uses the service's own
+ * configuration, and needs AUTH=redis (with REDIS_URL, AUTH_TIMEOUT_MS). Every subcommand's arguments are decoded
+ * before anything is sent: bad arguments, a repeated option or an unknown one included, print the usage, exit 2;
+ * `--help` (alone or after a command) prints it on stdout, exit 0.
  */
-const USAGE = `usage: AUTH=redis REDIS_URL=redis://127.0.0.1:6379 npm run token -- <command>
+const USAGE = `usage: AUTH=redis REDIS_URL=redis://127.0.0.1:6379 npm run --silent token -- <command>
   issue --owner <owner> --subject <subject> --scopes plants:read,plants:write [--ttl <seconds>]
-      issues a token and prints it alone on the last line of stdout; without --ttl it never expires (until revoked)
+      issues a token and prints it, and nothing else, on stdout (a summary goes to stderr); without --ttl it never
+      expires (until revoked). Capture it with: TOKEN=$(npm run --silent token -- issue ...)
+      (--silent keeps npm's own banner off stdout)
   revoke -        revokes the token read from standard input (one line): it stays out of shell history and ps
-  revoke <token>  revokes the token given as the argument
-  --help          prints this text
-Each option at most once. The token store is the configured one: AUTH=redis and its REDIS_URL.`;
+  revoke <token>  revokes the token given as the argument (one that starts with "-": revoke -- <token>)
+  --help          prints this text (also after a command: issue --help, revoke --help)
+Each option at most once. The token store is the configured one: AUTH=redis and its REDIS_URL. The service that
+is to accept the token must run with the same AUTH=redis and REDIS_URL: a service on the default AUTH=static
+answers 401 to a token issued here.`;
 
 /** A token on standard input is at most this long (a b64token of TOKEN_MAX characters and a line ending). */
 const STDIN_MAX = 8192;
@@ -38,40 +44,53 @@ type Command =
 const ISSUE_OPTIONS = ['owner', 'subject', 'scopes', 'ttl'] as const;
 
 /** Each option once: parseArgs keeps the last of a repeated one, which would silently change what is issued. */
-const once = (values: Record<string, string[] | undefined>): Record<string, string | undefined> => {
+const once = (values: Readonly<Record<string, unknown>>): Record<string, string | undefined> => {
   const single: Record<string, string | undefined> = {};
   for (const name of ISSUE_OPTIONS) {
-    const given = values[name] ?? [];
-    if (given.length > 1) throw new UsageError(`--${name} is given ${given.length} times; give it once`);
-    single[name] = given[0];
+    const given = values[name];
+    const list = Array.isArray(given) ? (given as string[]) : [];
+    if (list.length > 1) throw new UsageError(`--${name} is given ${list.length} times; give it once`);
+    single[name] = list[0];
   }
   return single;
+};
+
+/**
+ * One subcommand's arguments, decoded strictly (node:util parseArgs): an unknown option, `--help` included, is never
+ * taken for a value. `--` ends the options, so a token that starts with "-" can still be given.
+ */
+const decodeArgs = (args: string[], options: readonly string[], positionals: boolean) => {
+  try {
+    return parseArgs({
+      args,
+      strict: true,
+      allowPositionals: positionals,
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        ...Object.fromEntries(options.map((name) => [name, { type: 'string', multiple: true }])),
+      } as Record<string, { type: 'string'; multiple: true } | { type: 'boolean'; short: 'h' }>,
+    });
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
 };
 
 const parseCommand = (argv: string[]): Command => {
   const [verb, ...rest] = argv;
   if (verb === '--help' || verb === '-h' || verb === 'help') return { kind: 'help' };
   if (verb === 'revoke') {
-    if (rest.length === 1 && rest[0] === '-') return { kind: 'revokeFromStdin' };
-    if (rest.length !== 1 || !isBearerToken(rest[0] as string)) throw new UsageError('revoke takes one token, or -');
-    return { kind: 'revoke', token: rest[0] as string };
+    const { values, positionals } = decodeArgs(rest, [], true);
+    if (values['help'] === true) return { kind: 'help' };
+    if (positionals.length === 1 && positionals[0] === '-' && !rest.includes('--')) return { kind: 'revokeFromStdin' };
+    const [token] = positionals;
+    if (positionals.length !== 1 || token === undefined || !isBearerToken(token))
+      throw new UsageError('revoke takes one token, or -');
+    return { kind: 'revoke', token };
   }
   if (verb !== 'issue')
     throw new UsageError(verb === undefined ? 'a command is needed' : `unknown command ${JSON.stringify(verb)}`);
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: rest,
-      strict: true,
-      allowPositionals: false,
-      options: Object.fromEntries(ISSUE_OPTIONS.map((name) => [name, { type: 'string', multiple: true }])) as Record<
-        (typeof ISSUE_OPTIONS)[number],
-        { type: 'string'; multiple: true }
-      >,
-    }));
-  } catch (e) {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
-  }
+  const { values } = decodeArgs(rest, ISSUE_OPTIONS, false);
+  if (values['help'] === true) return { kind: 'help' };
   const { owner: ownerText, subject = '', scopes: scopesText, ttl } = once(values);
   const owner = Owner.from(ownerText ?? '');
   if (E.isLeft(owner)) throw new UsageError(`--owner ${owner.left.rule}`);

@@ -88,12 +88,14 @@ test('bad arguments print the usage line and exit 2', async () => {
     ['issue', '--owner', 'acme', '--subject', 'ci', '--scopes', 'plants:read', '--bogus', 'x'],
     ['revoke'],
     ['revoke', 'a', 'b'],
+    ['revoke', '--bogus'],
+    ['revoke', '--owner', 'acme'],
   ]) {
     const run = await cli(args);
     assert.is(run.code, 2, args.join(' '));
     assert.match(
       run.stderr,
-      /\nusage: AUTH=redis REDIS_URL=\S+ npm run token -- <command>\n  issue --owner <owner>/,
+      /\nusage: AUTH=redis REDIS_URL=\S+ npm run --silent token -- <command>\n  issue --owner <owner>/,
       args.join(' '),
     );
     assert.is(run.stdout, '');
@@ -116,12 +118,13 @@ test('a repeated option is a usage error (exit 2) and issues nothing', async () 
 });
 
 test('--help prints the usage on stdout and exits 0, without needing Redis', async () => {
-  for (const flag of ['--help', '-h', 'help']) {
-    const run = runNode('bootstrap/token-cli.js', {}, [flag]);
-    assert.is(await run.exited, 0, flag);
+  for (const flag of [['--help'], ['-h'], ['help'], ['issue', '--help'], ['revoke', '--help'], ['revoke', '-h']]) {
+    const run = runNode('bootstrap/token-cli.js', {}, flag);
+    assert.is(await run.exited, 0, flag.join(' '));
     assert.is(run.stderr(), '');
     assert.match(run.stdout(), /^usage: AUTH=redis REDIS_URL=/);
-    assert.match(run.stdout(), /without --ttl it never expires/);
+    assert.match(run.stdout(), /without --ttl it never\s+expires/);
+    assert.match(run.stdout(), /TOKEN=\$\(npm run --silent token -- issue/);
     assert.match(run.stdout(), /revoke -\s+revokes the token read from standard input/);
   }
 });
@@ -168,10 +171,16 @@ test('a REDIS_URL database the server does not have: exit 1 with the reason, and
   }
 });
 
-test('`npm run token -- issue ...` prints the token alone on the last line of stdout', async () => {
+test('a token that starts with "-" is revoked after --, never taken for an option', async () => {
+  const run = await cli(['revoke', '--', '-not-issued-token']);
+  assert.is(run.code, 1, run.stderr);
+  assert.is(run.stdout, 'no such token (never issued, expired or already revoked)\n');
+});
+
+test('`TOKEN=$(npm run --silent token -- issue ...)` captures the token and nothing else', async () => {
   const run = spawnSync(
     'npm',
-    ['run', 'token', '--', 'issue', '--owner', 'acme', '--subject', 'npm', '--scopes', 'plants:read'],
+    ['run', '--silent', 'token', '--', 'issue', '--owner', 'acme', '--subject', 'npm', '--scopes', 'plants:read'],
     {
       cwd: join(distRoot, '..'),
       env: { ...process.env, AUTH: 'redis', REDIS_URL: await uri() },
@@ -179,8 +188,8 @@ test('`npm run token -- issue ...` prints the token alone on the last line of st
     },
   );
   assert.is(run.status, 0, run.stderr);
-  const last = run.stdout.trimEnd().split('\n').pop();
-  assert.match(last ?? '', /^[A-Za-z0-9_-]{43}$/);
+  assert.match(run.stdout, /^[A-Za-z0-9_-]{43}\n$/, 'stdout is the token alone ($(...) drops the line ending)');
+  assert.match(run.stderr, /^issued a token for owner acme/m, 'the summary goes to stderr');
 });
 
 run();

@@ -75,10 +75,10 @@ const BIG_IDS_IN_WORDS = [
 const TOKENS_IN_WORDS = [
   '**Tokens.** Every /plants call needs `Authorization: Bearer <token>` (the Authorize button of the docs page). Where',
   'the token comes from depends on how the operator runs the service (AUTH): by default (`npm start` with no',
-  'configuration) a token for the run is printed once in the service\'s log; with AUTH=static the operator gives you',
+  "configuration) a token for the run is printed once in the service's log; with AUTH=static the operator gives you",
   'one of AUTH_TOKENS; with AUTH=redis the operator issues one with `npm run token -- issue` against the same Redis the',
   'service uses; with AUTH=jwt your identity provider issues a signed JWT with the plants:read and plants:write scopes.',
-  'A token the service does not know answers 401 `invalid_token`; the server\'s log line for that request says why.',
+  "A token the service does not know answers 401 `invalid_token`; the server's log line for that request says why.",
 ].join(' ');
 
 /** An id, a name and a tag that every example uses, so that Try it out creates, lists and deletes one plant. */
@@ -99,7 +99,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         'Failures found before routing answer the Error body too and close the connection: malformed HTTP 400,',
         'request timeouts 408, headers too large 431, an Expect other than 100-continue 417, CONNECT 501, and an HTTP',
         'version other than 1.0 and 1.1 505. Every answer, failures included, carries X-Request-Id, `Cache-Control:',
-        'no-store` (the docs page\'s own files excepted) and `X-Content-Type-Options: nosniff`.',
+        "no-store` (the docs page's own files excepted) and `X-Content-Type-Options: nosniff`.",
       ].join(' ') +
       '\n\n' +
       TOKENS_IN_WORDS +

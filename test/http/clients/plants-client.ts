@@ -37,6 +37,11 @@ for (const body of [
 if (raw !== undefined)
   created.push((await raw.POST('/plants', { body: { id: TWO_TO_53 + 3n, name: '2^53 + 3' } })).response.status);
 
+// The typed failures: a conflicting create (409) and an unknown token (401), each the Error body as `error`.
+const conflict = (await lossless.POST('/plants', { body: { id: 1, name: 'Fern' } })).error;
+const stranger = createClient<paths>({ baseUrl, headers: { authorization: 'Bearer not-a-token-of-this-service' } });
+const unauthorized = (await stranger.GET('/plants', {})).error;
+
 /** Every plant, one page of `limit` at a time, following the Link header's next page. */
 const listAll = async (limit: number) => {
   const names: string[] = [];
@@ -49,7 +54,7 @@ const listAll = async (limit: number) => {
     if (data === undefined) throw new Error(`GET /plants answered ${response.status}`);
     pages += 1;
     names.push(...data.map((plant) => plant.name));
-    const next = /<([^>]*)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1];
+    const next = /<([^>]*)>;\s*rel="next"/.exec(response.headers.get('Link') ?? '')?.[1];
     if (next === undefined) return { names, pages };
     cursor = new URL(next, baseUrl).searchParams.get('cursor') ?? undefined;
   }
@@ -62,5 +67,5 @@ const deletedAgain = (await lossless.DELETE('/plants/{id}', { params: { path: { 
 const after = await listAll(100);
 
 process.stdout.write(
-  `${JSON.stringify({ rawJSON: raw !== undefined, created, before, deleted, deletedAgain, after })}\n`,
+  `${JSON.stringify({ rawJSON: raw !== undefined, created, conflict, unauthorized, before, deleted, deletedAgain, after })}\n`,
 );

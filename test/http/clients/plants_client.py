@@ -26,6 +26,12 @@ created = [
 ]
 
 
+# The typed failures: a conflicting create (409) and an unknown token (401), each parsed as the Error model.
+conflict = create_plant.sync_detailed(client=client, body=NewPlant(id=1, name="Fern")).parsed.to_dict()
+stranger = AuthenticatedClient(base_url=base_url, token="not-a-token-of-this-service")
+unauthorized = list_plants.sync_detailed(client=stranger).parsed.to_dict()
+
+
 def list_all(limit):
     """Every plant, one page of `limit` at a time, following the Link header's next page."""
     names, pages, cursor = [], 0, UNSET
@@ -35,7 +41,7 @@ def list_all(limit):
             raise RuntimeError(f"GET /plants answered {response.status_code}")
         pages += 1
         names += [plant.name for plant in response.parsed]
-        found = re.search(r'<([^>]*)>;\s*rel="next"', response.headers.get("link", ""))
+        found = re.search(r'<([^>]*)>;\s*rel="next"', response.headers.get("Link", ""))
         if found is None:
             return {"names": names, "pages": pages}
         cursor = parse_qs(urlparse(found.group(1)).query)["cursor"][0]
@@ -47,4 +53,12 @@ deleted = delete_plant.sync_detailed(plant_id, client=client).status_code.value
 deleted_again = delete_plant.sync_detailed(plant_id, client=client).status_code.value
 after = list_all(100)
 
-print(json.dumps({"created": created, "before": before, "deleted": deleted, "deletedAgain": deleted_again, "after": after}))
+print(json.dumps({
+    "created": created,
+    "conflict": conflict,
+    "unauthorized": unauthorized,
+    "before": before,
+    "deleted": deleted,
+    "deletedAgain": deleted_again,
+    "after": after,
+}))

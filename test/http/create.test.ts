@@ -81,7 +81,7 @@ for (const backend of storageBackends()) {
       ['tab\there', 'name: must not contain control characters'],
       ['del\u007f', 'name: must not contain control characters'],
       [42, 'name: must be a string of 1 to 200 characters'],
-      [null, 'name: must be a string of 1 to 200 characters'],
+      [null, 'name: must be a string of 1 to 200 characters, not null'],
       [undefined, 'name: is required'],
     ];
     for (const [name, message] of cases) {
@@ -98,9 +98,11 @@ for (const backend of storageBackends()) {
     assert.is(res.status, 200);
   });
 
-  test('a tag breaking its rule is 400 naming tag; null is not a string', async ({ svc }) => {
+  test('a tag breaking its rule is 400 naming tag; null is 400 with a message that says to leave tag out', async ({
+    svc,
+  }) => {
     for (const [tag, message] of [
-      [null, 'tag: must be a string of 1 to 100 characters'],
+      [null, 'tag: must be left out when there is none, not null (or be a string of 1 to 100 characters)'],
       ['', 'tag: must be 1 to 100 characters'],
       ['t'.repeat(101), 'tag: must be 1 to 100 characters'],
       ['\n', 'tag: must not contain control characters'],

@@ -43,17 +43,23 @@ const text = <A extends string>(
   field<A>(name, (key, u) => {
     const missing = required(u);
     if (missing !== undefined) return E.left(missing);
+    if (u === null) return E.left(`must be a string of 1 to ${max} characters, not null`);
     return typeof u === 'string' ? from(key, u) : E.left(`must be a string of 1 to ${max} characters`);
   });
 
 const NameC = text<PlantName>('PlantName', PlantName.from, PlantName.max);
-/** `tag` may be absent (undefined) but not null. */
+/**
+ * `tag` may be absent (undefined) but not null (the contract). Many serializers write null for an unset optional
+ * field (pydantic's model_dump_json, Jackson, System.Text.Json): the message says what to send instead.
+ */
 const OptionalTagC = field<PlantTag | undefined>('PlantTag', (key, u) =>
   u === undefined
     ? E.right(undefined)
-    : typeof u === 'string'
-      ? PlantTag.from(key, u)
-      : E.left(`must be a string of 1 to ${PlantTag.max} characters`),
+    : u === null
+      ? E.left(`must be left out when there is none, not null (or be a string of 1 to ${PlantTag.max} characters)`)
+      : typeof u === 'string'
+        ? PlantTag.from(key, u)
+        : E.left(`must be a string of 1 to ${PlantTag.max} characters`),
 );
 
 /** A JSON object with `id`, `name` and optional `tag`, checked in that order; other members are ignored and not kept. */

@@ -23,9 +23,14 @@ export interface RateLimiterUnavailable {
   readonly _tag: 'RateLimiterUnavailable';
 }
 
-/** The bearer token is unknown, expired or revoked. */
+/**
+ * The bearer token is unknown, expired or revoked. `reason`: which check failed, for the request's log line (never the
+ * token); `description`: what the client may be told (RFC 6750 error_description), only where it leaks nothing.
+ */
 export interface InvalidToken {
   readonly _tag: 'InvalidToken';
+  readonly reason?: string;
+  readonly description?: string;
 }
 
 export const storageUnavailable: StorageUnavailable = { _tag: 'StorageUnavailable' };

@@ -131,7 +131,6 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
           return {
             tokens: await jwtTokenVerifier({
               ...auth,
-              logger,
               keySourceFailed: (reason) => hooks.driverError?.('token store', reason),
             }),
           };

@@ -171,7 +171,7 @@ export const observedPlants = (plants: PlantRepository, probe: Probe): PlantRepo
 });
 
 export const observedTokens = (tokens: TokenVerifier, probe: Probe): TokenVerifier => ({
-  verify: (token) => timed(probe, 'token store', 'verify', tokens.verify(token)),
+  verify: (token, rejected) => timed(probe, 'token store', 'verify', tokens.verify(token, rejected)),
   ping: timed(probe, 'token store', 'ping', tokens.ping),
 });
 

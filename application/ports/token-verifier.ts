@@ -3,12 +3,22 @@ import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
 import type { Principal } from '../../domain/principal.js';
 import type { AuthUnavailable } from '../errors.js';
 
+/** Why a token was refused: `reason` for the log (never the token), `description` only if the client may see it. */
+export interface TokenRejection {
+  readonly reason: string;
+  readonly description?: string;
+}
+
 /**
  * Resolves a bearer token to its principal. `none` means the token is unknown, expired or revoked; a store that
- * cannot answer is `AuthUnavailable`, never `none`. Every adapter passes test/contracts/token-verifier.contract.ts.
+ * cannot answer is `AuthUnavailable`, never `none`. An adapter that can tell which check failed says so to
+ * `rejected` before it answers `none`. Every adapter passes test/contracts/token-verifier.contract.ts.
  */
 export interface TokenVerifier {
-  readonly verify: (token: string) => TaskEither<AuthUnavailable, Option<Principal>>;
+  readonly verify: (
+    token: string,
+    rejected?: (why: TokenRejection) => void,
+  ) => TaskEither<AuthUnavailable, Option<Principal>>;
   /** Succeeds when the token store answers now. */
   readonly ping: TaskEither<AuthUnavailable, void>;
 }

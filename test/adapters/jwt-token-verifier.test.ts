@@ -56,7 +56,7 @@ test('an expired token, a future nbf, a bad signature or a missing claim resolve
     ['no sub', sign({ owner: 'o', exp: now() + 60 })],
     ['no owner', sign({ sub: 's', exp: now() + 60 })],
     ['owner not a string', sign({ ...good, owner: 7 })],
-    ['scope not a string', sign({ ...good, scope: ['plants:read'] })],
+    ['scope neither a string nor an array of strings', sign({ ...good, scope: ['plants:read', 7] })],
     [
       'alg none',
       Promise.resolve(
@@ -66,6 +66,45 @@ test('an expired token, a future nbf, a bad signature or a missing claim resolve
     ['garbage', Promise.resolve('not.a.jwt')],
   ];
   for (const [label, token] of cases) assert.equal(await right(verifier.verify(await token)), O.none, label);
+});
+
+test('a scope claim given as an array of strings grants those scopes', async () => {
+  const verifier = await jwtTokenVerifier({ ...base, key: { kind: 'secret', secret: SECRET } });
+  const found = await right(
+    verifier.verify(await sign({ sub: 's', owner: 'o', scope: ['plants:read', 'plants:write', 'x'], exp: now() + 60 })),
+  );
+  assert.ok(O.isSome(found));
+  assert.equal([...found.value.scopes].sort(), ['plants:read', 'plants:write']);
+});
+
+test('a rejected token says which check failed (never the token); only expiry is told to the client', async () => {
+  const verifier = await jwtTokenVerifier({
+    ...base,
+    key: { kind: 'secret', secret: SECRET },
+    issuer: 'https://issuer.test/',
+    audience: 'plants',
+  });
+  const good = { sub: 's', owner: 'o', iss: 'https://issuer.test/', aud: 'plants', exp: now() + 60 };
+  const cases: Array<[JWTPayload, RegExp, string | undefined]> = [
+    [{ ...good, exp: now() - 60 }, /^the token expired \(exp\)$/, 'The access token expired'],
+    [{ ...good, aud: 'other' }, /^the aud claim failed/, undefined],
+    [{ ...good, iss: 'https://elsewhere.test/' }, /^the iss claim failed/, undefined],
+    [{ ...good, owner: 7 }, /^the owner claim "owner" is not/, undefined],
+    [{ ...good, sub: '' }, /^the sub claim is not/, undefined],
+    [{ ...good, scope: { read: true } }, /^the scope claim is neither/, undefined],
+  ];
+  for (const [claims, reason, description] of cases) {
+    const token = await sign(claims);
+    const seen: Array<{ reason: string; description?: string }> = [];
+    assert.equal(await right(verifier.verify(token, (why) => seen.push(why))), O.none, reason.source);
+    assert.is(seen.length, 1, reason.source);
+    assert.match(seen[0]?.reason ?? '', reason);
+    assert.is(seen[0]?.description, description, reason.source);
+    assert.not.ok(seen[0]?.reason.includes(token), 'never the token');
+  }
+  const bad: Array<{ reason: string }> = [];
+  await right(verifier.verify(await sign(good, new TextEncoder().encode('x'.repeat(40))), (why) => bad.push(why)));
+  assert.match(bad[0]?.reason ?? '', /^ERR_JWS_SIGNATURE_VERIFICATION_FAILED/);
 });
 
 test('the clock tolerance admits a token expired by less than the skew', async () => {

@@ -25,8 +25,8 @@ const portOf = async (svc: Started) =>
 
 const test = suite('log lines that explain');
 
-test('a refused token is logged at debug with its reason and request id, never with the token', async () => {
-  const svc = runNode('bootstrap/main.js', { ...base, LOG_LEVEL: 'debug' });
+test('a refused token is logged at the default level in its request line, with the reason, never the token', async () => {
+  const svc = runNode('bootstrap/main.js', base);
   try {
     const port = await portOf(svc);
     const wrong = 'not-the-right-token';
@@ -41,9 +41,9 @@ test('a refused token is logged at debug with its reason and request id, never w
       headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': 'req-3' },
     });
     await svc.waitFor(/"reqId":"req-3"[^\n]*"msg":"request"/);
-    const rejected = lines(svc).filter((l) => l.msg === 'token rejected');
+    const rejected = lines(svc).filter((l) => l.msg === 'request' && l['rejected'] !== undefined);
     assert.equal(
-      rejected.map((l) => [l['reqId'], l['reason']]),
+      rejected.map((l) => [l['reqId'], l['rejected']]),
       [
         ['req-1', 'the token is unknown, expired or revoked'],
         ['req-2', 'the Authorization scheme is not Bearer'],
@@ -57,14 +57,13 @@ test('a refused token is logged at debug with its reason and request id, never w
   }
 });
 
-test('a rejected JWT is logged at debug with the check that failed', async () => {
+test('a rejected JWT: the check that failed in the request line at the default level; expiry told to the client', async () => {
   const secret = 'a-jwt-secret-of-at-least-32-characters!!';
   const svc = runNode('bootstrap/main.js', {
     PORT: '0',
     HOST: '127.0.0.1',
     AUTH: 'jwt',
     JWT_SECRET: secret,
-    LOG_LEVEL: 'debug',
   });
   try {
     const port = await portOf(svc);
@@ -73,10 +72,16 @@ test('a rejected JWT is logged at debug with the check that failed', async () =>
       .setSubject('s')
       .setExpirationTime(Math.floor(Date.now() / 1000) - 3600)
       .sign(new TextEncoder().encode(secret));
-    const res = await fetch(`http://127.0.0.1:${port}/plants`, { headers: { authorization: `Bearer ${expired}` } });
+    const res = await fetch(`http://127.0.0.1:${port}/plants`, {
+      headers: { authorization: `Bearer ${expired}`, 'x-request-id': 'jwt-1' },
+    });
     assert.is(res.status, 401);
-    const [line] = await svc.waitFor(/\{[^\n]*"msg":"JWT rejected"[^\n]*\}/);
-    assert.is((JSON.parse(line) as Line)['reason'], 'ERR_JWT_EXPIRED');
+    assert.is(
+      res.headers.get('www-authenticate'),
+      'Bearer realm="plants", error="invalid_token", error_description="The access token expired"',
+    );
+    const [line] = await svc.waitFor(/\{[^\n]*"reqId":"jwt-1"[^\n]*"msg":"request"[^\n]*\}/);
+    assert.is((JSON.parse(line) as Line)['rejected'], 'the token expired (exp)');
     assert.not.match(svc.stdout(), new RegExp(expired.split('.')[2] as string));
   } finally {
     svc.child.kill('SIGKILL');

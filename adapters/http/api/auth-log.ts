@@ -1,8 +1,8 @@
 import type { Failure } from './failures.js';
 
 /**
- * Why a request was refused with 401 or 403, for the debug log: never the token, only what was wrong with it.
- * (AUTH=jwt adds the verifier's own reason in a line of its own: an expired token, a bad signature, a missing claim.)
+ * Why a request was refused with 401 or 403, for the request's log line: never the token, only what was wrong with
+ * it (with AUTH=jwt, the check that failed: expired, a bad signature, the audience, a claim).
  */
 export const rejectionReason = (failure: Failure, authorization: string | undefined): string => {
   switch (failure._tag) {
@@ -12,7 +12,7 @@ export const rejectionReason = (failure: Failure, authorization: string | undefi
         ? 'the bearer token is not an RFC 6750 b64token of at most 4096 characters'
         : 'the Authorization scheme is not Bearer';
     case 'InvalidToken':
-      return 'the token is unknown, expired or revoked';
+      return failure.reason ?? 'the token is unknown, expired or revoked';
     case 'MissingScope':
       return `the token lacks the scope ${failure.scope}`;
     default:

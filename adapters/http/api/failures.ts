@@ -86,7 +86,12 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return {
         status: 401,
         message: 'authorization: the bearer token is unknown, expired or revoked',
-        headers: { 'www-authenticate': `${REALM}, error="invalid_token"` },
+        headers: {
+          'www-authenticate':
+            failure.description === undefined
+              ? `${REALM}, error="invalid_token"`
+              : `${REALM}, error="invalid_token", error_description="${failure.description}"`,
+        },
       };
     case 'MissingScope':
       return {

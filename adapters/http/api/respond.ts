@@ -53,6 +53,8 @@ export interface Responder {
     status: number,
     body: string | Buffer | undefined,
     headers?: Readonly<Record<string, string>>,
+    /** Why a token was refused (401, 403), for the log line: never the token. */
+    rejected?: string,
   ) => void;
   readonly ok: (
     req: Exchange,
@@ -99,7 +101,7 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
       'request',
     );
   };
-  const send: Responder['send'] = (req, res, status, body, headers) => {
+  const send: Responder['send'] = (req, res, status, body, headers, rejected) => {
     if (res.headersSent) return;
     // The socket too: one destroyed by the shutdown's cut is not yet reported on the response (its 'close' comes later).
     if (res.destroyed || req.socket.destroyed) return closed(req, res, status);
@@ -122,7 +124,15 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
     const ms = performance.now() - req.startedAt;
     metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);
     logger.info(
-      { reqId: req.id, method: req.method, route: req.route, status, ms: Math.round(ms * 100) / 100, owner: req.owner },
+      {
+        reqId: req.id,
+        method: req.method,
+        route: req.route,
+        status,
+        ms: Math.round(ms * 100) / 100,
+        owner: req.owner,
+        ...(rejected === undefined ? {} : { rejected }),
+      },
       'request',
     );
   };
@@ -132,10 +142,12 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
     ok: (req, res, body, headers) => send(req, res, 200, body, headers),
     fail: (req, res, failure) => {
       const { status, message, headers } = toResponse(failure);
-      if (failure._tag === 'MissingCredentials' || failure._tag === 'InvalidToken' || failure._tag === 'MissingScope') {
-        logger.debug({ reqId: req.id, reason: rejectionReason(failure, req.headers.authorization) }, 'token rejected');
-      }
-      send(req, res, status, JSON.stringify({ error: status, message }), headers);
+      // Why the token was refused goes in the request's own line (at the default level, with its request id).
+      const rejected =
+        failure._tag === 'MissingCredentials' || failure._tag === 'InvalidToken' || failure._tag === 'MissingScope'
+          ? rejectionReason(failure, req.headers.authorization)
+          : undefined;
+      send(req, res, status, JSON.stringify({ error: status, message }), headers, rejected);
     },
   };
 };

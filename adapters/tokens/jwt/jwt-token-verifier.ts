@@ -13,8 +13,7 @@ import {
   type JWTPayload,
 } from 'jose';
 import { authUnavailable } from '../../../application/errors.js';
-import type { Logger } from '../../../application/ports/logger.js';
-import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
+import type { TokenRejection, TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
 import { isScope, type Principal, type Scope } from '../../../domain/principal.js';
 
@@ -32,8 +31,6 @@ export interface JwtOptions {
   readonly clockToleranceSeconds: number;
   /** Bound on fetching the JWKS. */
   readonly timeoutMs: number;
-  /** Where a rejected token's reason goes (debug): the check that failed, never the token. */
-  readonly logger?: Pick<Logger, 'debug'>;
   /** How long fetched JWKS keys are used before they are fetched again (jose's default: 10 minutes). */
   readonly jwksCacheMaxAgeMs?: number;
   /** After a fetch, how long an unknown `kid` is refused without fetching again (jose's default: 30 s). */
@@ -83,8 +80,9 @@ const fetchKeySet = async (url: string, init: RequestInit): Promise<JSONWebKeySe
 /**
  * Signed JWTs (AUTH=jwt), verified with jose: HS256 with a shared secret, RS256/ES256 with a public key, or keys from
  * a JWKS URL. `exp` and `sub` are required, and the owner claim; `nbf` is honoured; `iss` and `aud` are checked when
- * configured. Scopes come from the space-separated `scope` claim (absent: none). A token that fails any check
- * resolves to nothing (401); a JWKS URL that cannot answer with a key set in time (refused, timed out, an error
+ * configured. Scopes come from the `scope` claim, a space-delimited string (RFC 8693) or an array of strings (as
+ * several identity providers issue it); absent: none. A token that fails any check resolves to nothing (401), and
+ * the check that failed goes to `rejected` (for the request's log line; never the token); a JWKS URL that cannot answer with a key set in time (refused, timed out, an error
  * status, not JSON, not a key set), also when cached keys must be refreshed, is AuthUnavailable (503).
  */
 export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifier> => {
@@ -111,15 +109,38 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
       break;
   }
 
-  const principalOf = (payload: JWTPayload): Principal | undefined => {
+  /** The principal the claims name, or which claim is wrong. */
+  const principalOf = (payload: JWTPayload): E.Either<string, Principal> => {
+    if (typeof payload.sub !== 'string' || payload.sub === '') return E.left('the sub claim is not a non-empty string');
     const owner = payload[options.ownerClaim];
-    if (typeof owner !== 'string' || typeof payload.sub !== 'string' || payload.sub === '') return undefined;
-    const validOwner = Owner.from(owner);
-    if (E.isLeft(validOwner)) return undefined;
+    const validOwner = typeof owner === 'string' ? Owner.from(owner) : undefined;
+    if (validOwner === undefined || E.isLeft(validOwner))
+      return E.left(`the owner claim ${JSON.stringify(options.ownerClaim)} is not 1 to 256 characters of text`);
     const scope = payload['scope'];
-    if (scope !== undefined && typeof scope !== 'string') return undefined;
-    const scopes = (scope ?? '').split(' ').filter((s): s is Scope => isScope(s));
-    return { subject: payload.sub, owner: validOwner.right, scopes: new Set(scopes) };
+    const granted =
+      scope === undefined
+        ? []
+        : typeof scope === 'string'
+          ? scope.split(' ')
+          : Array.isArray(scope) && scope.every((s) => typeof s === 'string')
+            ? (scope as string[])
+            : undefined;
+    if (granted === undefined)
+      return E.left('the scope claim is neither a space-delimited string nor an array of strings');
+    const scopes = granted.filter((s): s is Scope => isScope(s));
+    return E.right({ subject: payload.sub, owner: validOwner.right, scopes: new Set(scopes) });
+  };
+
+  /**
+   * What jose found wrong, in words for the log line. The client is told only that a token expired (RFC 6750's own
+   * example of an error_description): which other check failed would tell a forger what to change.
+   */
+  const rejectionOf = (e: errors.JOSEError): TokenRejection => {
+    if (e instanceof errors.JWTExpired)
+      return { reason: 'the token expired (exp)', description: 'The access token expired' };
+    if (e instanceof errors.JWTClaimValidationFailed)
+      return { reason: `the ${e.claim} claim ${e.reason === 'missing' ? 'is missing' : `failed: ${e.message}`}` };
+    return { reason: `${e.code}: ${e.message}` };
   };
 
   /**
@@ -139,7 +160,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
   };
 
   return {
-    verify: (token) => async () => {
+    verify: (token, rejected) => async () => {
       try {
         const { payload } = await jwtVerify(token, getKey, {
           algorithms,
@@ -149,12 +170,12 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
           ...(options.audience === undefined ? {} : { audience: options.audience }),
         });
         const principal = principalOf(payload);
-        if (principal === undefined)
-          options.logger?.debug({ reason: 'owner, sub or scope claim malformed' }, 'JWT rejected');
-        return E.right(O.fromNullable(principal));
+        if (E.isRight(principal)) return E.right(O.some(principal.right));
+        rejected?.({ reason: principal.left });
+        return E.right(O.none);
       } catch (e) {
         if (unavailable(e)) return E.left(authUnavailable);
-        if (e instanceof errors.JOSEError) options.logger?.debug({ reason: e.code, detail: e.message }, 'JWT rejected');
+        rejected?.(e instanceof errors.JOSEError ? rejectionOf(e) : { reason: 'not a JWT' });
         return E.right(O.none);
       }
     },

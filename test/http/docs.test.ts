@@ -33,6 +33,15 @@ assets.test('the page is HTML under a Content-Security-Policy that allows this o
   assert.not.match(res.text, /<script>/, 'no inline script');
 });
 
+assets.test('/docs/ (with the slash) redirects to the page, relative to where it is served', async ({ svc }) => {
+  for (const method of ['GET', 'HEAD'] as const) {
+    const res = await svc.call(method, '/docs/');
+    assert.is(res.status, 308, method);
+    assert.is(res.headers.get('location'), '../docs', method);
+    assert.is(new URL(res.headers.get('location') ?? '', `${svc.base}/docs/`).pathname, '/docs');
+  }
+});
+
 assets.test('the assets come from the installed swagger-ui-dist; any other name is 404', async ({ svc }) => {
   const js = await svc.call('GET', '/docs/swagger-ui-bundle.js');
   assert.is(js.status, 200);

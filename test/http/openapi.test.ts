@@ -64,6 +64,66 @@ test('documents every operation with the Error body on every failure status', ()
   }
 });
 
+/** Every schema in the document, with where it is: those under `schema`, `items`, `properties` and components. */
+const schemas = (node: unknown, at: string, found: Array<[string, Record<string, unknown>]> = []) => {
+  if (node === null || typeof node !== 'object') return found;
+  for (const [key, value] of Object.entries(node)) {
+    const here = `${at}/${key}`;
+    if (value === null || typeof value !== 'object') continue;
+    if (key === 'schema' || key === 'items') found.push([here, value as Record<string, unknown>]);
+    if (key === 'properties' || /\/components\/schemas$/.test(here)) {
+      for (const [name, s] of Object.entries(value)) found.push([`${here}/${name}`, s as Record<string, unknown>]);
+    }
+    schemas(value, here, found);
+  }
+  return found;
+};
+
+test('every schema has a type or a $ref: a bare const or enum fails generated Go clients (oapi-codegen)', () => {
+  const doc = JSON.parse(text) as object;
+  const found = schemas(doc, '#');
+  assert.ok(found.length > 30, `${found.length} schemas`);
+  for (const [at, schema] of found) assert.ok('type' in schema || '$ref' in schema, `${at} is typed`);
+});
+
+test('every failure answer shows a real example: the Error body with its own status', () => {
+  const doc = JSON.parse(text) as {
+    paths: Record<string, Record<string, { responses: Record<string, { $ref?: string }> }>>;
+    components: { responses: Record<string, { content?: Record<string, { example?: { error: number } }> }> };
+  };
+  for (const [name, response] of Object.entries(doc.components.responses)) {
+    const example = response.content?.['application/json']?.example;
+    assert.ok(example !== undefined && example.error >= 400, `${name} has an example`);
+  }
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(methods)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (response.$ref !== undefined || status === 'default' || Number(status) < 400) continue;
+        const example = (response as { content?: Record<string, { example?: { error: number } }> }).content?.[
+          'application/json'
+        ]?.example;
+        assert.is(example?.error, Number(status), `${method} ${path} ${status}`);
+      }
+    }
+  }
+});
+
+test('the list operation proposes no cursor: Try it out lists from the lowest id', () => {
+  const doc = JSON.parse(text) as {
+    paths: { '/plants': { get: { parameters: Array<{ name: string; example?: unknown; examples?: unknown }> } } };
+  };
+  const cursor = doc.paths['/plants'].get.parameters.find((p) => p.name === 'cursor');
+  assert.ok(cursor !== undefined);
+  assert.is(cursor.example, undefined);
+  assert.is(cursor.examples, undefined);
+});
+
+test('language-specific advice stays out of schemas (generators copy schema descriptions into every file)', () => {
+  for (const [at, schema] of schemas(JSON.parse(text) as object, '#')) {
+    assert.not.match(String(schema['description'] ?? ''), /rawJSON|lossless-json|JSON\.stringify/, at);
+  }
+});
+
 test('says the body limit it is built with', () => {
   const small = stringify(openApiDocument({ bodyLimit: 1024 })) as string;
   assert.ok(small.includes('At most 1024 bytes'));

@@ -113,6 +113,7 @@ export const startService = async (
     const res = await fetch(base + path, {
       method,
       headers,
+      redirect: 'manual', // the answer itself (/docs/ answers 308), never where it points
       ...(options.body === undefined ? {} : { body: options.body }),
     });
     const text = await res.text();

@@ -57,18 +57,15 @@ const otherFailures = { default: { $ref: '#/components/responses/OtherFailure' }
 export const malformed = { '400': { $ref: '#/components/responses/MalformedRequest' } };
 
 /**
- * JavaScript's advice, in the document's description (and docs/API.md) only: in a schema's description it was copied
- * into every generated Go and Python file.
+ * JavaScript's advice, in the document's description (in short: openapi-generator copies it into every Python file)
+ * and in full in docs/API.md; in a schema's description it was copied into every generated Go and Python file.
  */
 const BIG_IDS_IN_WORDS = [
-  '**Ids beyond 2^53 from JavaScript.** JSON.stringify and JSON.parse hold numbers as IEEE doubles, exact only up to',
-  '2^53 (9007199254740992): a larger id is rounded without a word (9007199254740993 is sent as 9007199254740992,',
-  'another plant, and the service answers 200 for it), and a BigInt makes JSON.stringify throw. Send such an id as',
-  'exact JSON digits: with `JSON.rawJSON` (Node.js 22+, current browsers),',
-  "`JSON.stringify(body, (k, v) => (typeof v === 'bigint' ? JSON.rawJSON(String(v)) : v))`; or with lossless-json's",
-  '`stringify`, which writes a bigint exactly (with openapi-fetch: `bodySerializer: (body) => stringify(body)`). In',
-  'DELETE /plants/{id} the id is a path string, exact at any size. The service never answers an id, so nothing needs',
-  'parsing back.',
+  '**Ids beyond 2^53 from JavaScript.** JSON.stringify holds numbers as IEEE doubles and rounds a larger id without a',
+  'word (9007199254740993 is sent as 9007199254740992, another plant): send such ids as exact JSON digits, with',
+  "`JSON.rawJSON` (Node.js 22+, current browsers) or lossless-json's `stringify` (recipes: docs/API.md). In",
+  'DELETE /plants/{id} the id is a path string, exact at any size; the service never answers an id. Python, Go and',
+  'Java integers need nothing.',
 ].join(' ');
 
 /** Where a token comes from: the first thing a new user of the docs page needs. */

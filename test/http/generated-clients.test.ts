@@ -99,7 +99,6 @@ const installed = (
   if (existsSync(join(dir, marker(version)))) return { dir, version };
   const reason = `${name} not found in ${dir} (install it with: bash scripts/${script})`;
   if (process.env['CI'] === 'true') throw new Error(`CI=true and ${reason}`);
-  console.log(`skipped: ${reason}`);
   return { skip: reason };
 };
 

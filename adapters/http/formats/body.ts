@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
 import type { HttpFailure } from '../api/failures.js';
-import type { BoundedResponse } from '../transport/exchange.js';
+import { bodyBudgetOf } from '../transport/exchange.js';
 
 type BodyFailure = Extract<HttpFailure, { _tag: 'PayloadTooLarge' | 'MalformedBody' | 'BodiesBusy' }>;
 
@@ -28,7 +28,7 @@ export const isIdentityEncoding = (header: string | undefined): boolean =>
  * Reads the body up to `limit` bytes. A declared Content-Length over the limit is refused before a byte is read;
  * a chunked body is counted as it arrives and refused at the first byte over the limit, with the rest left unread
  * (the response closes the connection). The bytes held are also counted against the server's total for all the
- * bodies being read at once (the response's `bodyBudget`, MAX_BODY_BYTES): a declared length is counted whole before
+ * bodies being read at once (the connection's body budget, MAX_BODY_BYTES): a declared length is counted whole before
  * reading starts, a chunked body chunk by chunk, and a body that would pass the total is refused with 503 (`BodiesBusy`)
  * before it is read further; what it held is given back once reading ends, however it ends. An HTTP/1.1 client that
  * sent `Expect: 100-continue` is invited to send the body (`100 Continue`) only here, after authentication and these
@@ -47,7 +47,7 @@ export const readBody = (
   if (length !== undefined && length > limit) {
     return Promise.resolve(E.left({ _tag: 'PayloadTooLarge', limit }));
   }
-  const budget = (res as BoundedResponse).bodyBudget;
+  const budget = bodyBudgetOf(req);
   let held = 0;
   if (budget !== undefined && length !== undefined) {
     if (!budget.take(length)) return Promise.resolve(E.left({ _tag: 'BodiesBusy' }));

@@ -1,16 +1,5 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
-
-/**
- * What the server's responses carry for the transport's bounds, on a ServerResponse class of each server's own
- * (node:http's `ServerResponse` option): the server's budget of request-body bytes, on the class's prototype (nothing
- * per request), and the shared body a response was ended with, if any.
- */
-export interface BoundedResponse extends ServerResponse {
-  /** Request-body bytes held in memory by all the server's requests together; absent outside createHttpServer. */
-  readonly bodyBudget?: ByteBudget;
-  /** The body this response was ended with, when it is a shared Buffer (see `sharedBody`). */
-  sharedBody?: Buffer;
-}
+import type { Socket } from 'node:net';
 
 /** A count of bytes held across connections, against a bound. */
 export interface ByteBudget {
@@ -37,6 +26,12 @@ export const byteBudget = (limit: number): ByteBudget => {
   };
 };
 
+/** The request-body budget of the server each connection belongs to (set once per connection by server.ts). */
+const budgets = new WeakMap<Socket, ByteBudget>();
+export const setBodyBudget = (socket: Socket, budget: ByteBudget): void => void budgets.set(socket, budget);
+/** The budget a request's body is counted against; undefined outside createHttpServer (no total bound). */
+export const bodyBudgetOf = (req: IncomingMessage): ByteBudget | undefined => budgets.get(req.socket);
+
 const shared = new WeakSet<Buffer>();
 
 /**
@@ -49,16 +44,27 @@ export const sharedBody = (bytes: Buffer): Buffer => {
   return bytes;
 };
 
-type End = ServerResponse['end'];
+/** A response of a server from createHttpServer: it notes the shared Buffer it was ended with, if any. */
+export interface SharingResponse extends ServerResponse {
+  sharedBody?: Buffer;
+}
 
-/** A ServerResponse class for one server: its responses note a shared body and carry the server's body budget. */
-export const responseClass = (bodyBudget: ByteBudget): typeof ServerResponse => {
-  class Response<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
-  const end = ServerResponse.prototype.end as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
-  Object.defineProperty(Response.prototype, 'bodyBudget', { value: bodyBudget });
-  Response.prototype.end = function (this: BoundedResponse, chunk?: unknown, encoding?: unknown, cb?: unknown) {
-    if (chunk instanceof Buffer && shared.has(chunk)) this.sharedBody = chunk;
-    return end.call(this, chunk, encoding, cb);
-  } as End;
-  return Response;
-};
+type End = ServerResponse['end'];
+const end = ServerResponse.prototype.end as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
+
+/**
+ * node:http's `ServerResponse` option: the server's responses are of this class, whose `end` notes a shared body
+ * (one WeakSet look-up, for Buffer bodies only), so that the unsent-bytes bound can count it once.
+ */
+export class SharingServerResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  sharedBody?: Buffer;
+}
+SharingServerResponse.prototype.end = function (
+  this: SharingResponse,
+  chunk?: unknown,
+  encoding?: unknown,
+  cb?: unknown,
+) {
+  if (chunk instanceof Buffer && shared.has(chunk)) this.sharedBody = chunk;
+  return end.call(this, chunk, encoding, cb);
+} as End;

@@ -13,7 +13,7 @@ import { connectionStates, lingering, type Connection } from './connections.js';
 import { toResponse, type HttpFailure } from '../api/failures.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
-import { byteBudget, responseClass } from './exchange.js';
+import { byteBudget, setBodyBudget, SharingServerResponse, type SharingResponse } from './exchange.js';
 import { unsentBound } from './unsent.js';
 
 export { defaultServerLimits, type ServerLimits } from './server-limits.js';
@@ -35,8 +35,8 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
  * parsing a connection that is closing), `socket.destroySoon()` (what Node calls to close after a last response),
  * the parser taking its bytes from the socket's 'data' listener once one is added (to stop parsing while the
  * connection lingers), a response's 'prefinish' event (its last bytes handed to the socket: what the socket then
- * holds unsent is counted), and the socket handle's `writeQueueSize` (libuv's count of a write's bytes the kernel has
- * not taken, which net.Socket's own idle timer reads: unsent.ts sees a client read by it).
+ * holds unsent is counted), and the socket handle's `writeQueueSize` (libuv's count of a write's bytes the kernel has not taken, which net.Socket's own idle
+ * timer reads: unsent.ts sees a client read by it).
  */
 interface ParserHooks {
   onIncoming?: (req: IncomingMessage, keepAlive: boolean) => number;
@@ -74,8 +74,8 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * 64 KiB, over a thousand small GETs) into objects before its own backpressure can stop reading, so pausing alone
  * would not bound it. The number of connections is bounded by `maxConnections`. The bytes held for clients that do not
  * read are bounded per connection (one response at a time, see `serve`) and in total (`maxUnsentBytes`, unsent.ts),
- * and the request-body bytes held while bodies are read in total (`maxBodyBytes`, the responses' `bodyBudget`, which
- * formats/body.ts takes from).
+ * and the request-body bytes held while bodies are read in total (`maxBodyBytes`: each connection's body budget,
+ * exchange.ts, which formats/body.ts takes from).
  */
 export const createHttpServer = (handler: Handler, { logger, limits, refused }: HttpServerDeps): Server => {
   const server = createServer({
@@ -87,7 +87,8 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     connectionsCheckingInterval: checkingInterval(limits),
     // Checked here instead, so that the 400 carries the Error body.
     requireHostHeader: false,
-    ServerResponse: responseClass(byteBudget(limits.maxBodyBytes)),
+    // Notes a shared body at `end` (exchange.ts), for the unsent-bytes bound.
+    ServerResponse: SharingServerResponse,
   });
   server.maxConnections = limits.maxConnections;
   server.timeout = limits.idleTimeoutMs;
@@ -135,7 +136,7 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
    */
   const serve = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
     conn.serving = res;
-    res.on('prefinish', () => written(socket, res)); // once per response: no `once` wrapper needed
+    res.on('prefinish', () => written(socket, res as SharingResponse)); // once per response: no `once` wrapper needed
     handler(req, res);
   };
 
@@ -222,9 +223,11 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     else conn.waiting.push({ req, res });
   };
 
+  const bodyBudget = byteBudget(limits.maxBodyBytes);
   server.on('connection', (socket: Socket) => {
     const conn = connectionOf(socket);
     sockets.add(socket);
+    setBodyBudget(socket, bodyBudget);
     // Responses that never went out (their requests were waiting, or Node had queued them) close with the socket.
     socket.once('close', () => {
       sockets.delete(socket);

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
-import type { BoundedResponse } from './exchange.js';
+import type { SharingResponse } from './exchange.js';
 
 /** What the bound needs of the server's limits. */
 export interface UnsentLimits {
@@ -10,10 +10,13 @@ export interface UnsentLimits {
 
 /** One connection whose current response the kernel has not taken all of yet. */
 interface Sending {
-  /** `socket.writableLength` and the handle's `writeQueueSize` at the last look: their fall is the client reading. */
+  /**
+   * `socket.writableLength` and the handle's `writeQueueSize` at the last look (-1: none yet): their fall is the
+   * client reading.
+   */
   length: number;
   queue: number;
-  /** When the last look found the kernel had taken more (or the response was written): performance.now(). */
+  /** When a look last found the kernel had taken more (or first looked): performance.now(). */
   movedAt: number;
   /** What this connection holds that no other shares. */
   own: number;
@@ -46,7 +49,7 @@ export const unsentBound = (
   limits: UnsentLimits,
   logger: Logger,
   close: (socket: Socket) => void,
-): { readonly written: (socket: Socket, res: BoundedResponse) => void; readonly sent: (socket: Socket) => void } => {
+): { readonly written: (socket: Socket, res: SharingResponse) => void; readonly sent: (socket: Socket) => void } => {
   const sending = new Map<Socket, Sending>();
   /** Connections holding each shared Buffer. */
   const shares = new Map<Buffer, number>();
@@ -76,7 +79,10 @@ export const unsentBound = (
     for (const [socket, entry] of sending) {
       const length = socket.writableLength;
       const queue = queueOf(socket);
-      if (length < entry.length || (length === entry.length && queue < entry.queue)) entry.movedAt = now;
+      // The first look at a response starts its clock (a look per response, and none per request).
+      if (entry.queue < 0 || length < entry.length || (length === entry.length && queue < entry.queue)) {
+        entry.movedAt = now;
+      }
       entry.length = length;
       entry.queue = queue;
       entry.own = ownOf(length, entry.shared);
@@ -137,16 +143,13 @@ export const unsentBound = (
     }
   };
 
-  const written = (socket: Socket, res: BoundedResponse): void => {
+  /** A response's last bytes were handed to the socket (its 'prefinish'): counted in. */
+  const written = (socket: Socket, res: SharingResponse): void => {
     const length = socket.writableLength;
     const shared = res.sharedBody;
-    const entry: Sending = {
-      length,
-      queue: queueOf(socket),
-      movedAt: performance.now(),
-      own: ownOf(length, shared),
-      shared,
-    };
+    // Not looked at yet (`queue` -1): the first look, which comes as soon as the total is over the bound, starts its
+    // clock, so that no clock or handle is read per response.
+    const entry: Sending = { length, queue: -1, movedAt: 0, own: ownOf(length, shared), shared };
     sending.set(socket, entry);
     unsent += entry.own;
     if (shared !== undefined) {

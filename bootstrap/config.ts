@@ -123,6 +123,8 @@ const loadServerLimits = (env: Env): ServerLimitsConfig => {
     keepAliveTimeoutMs: get(env, variables.KEEP_ALIVE_TIMEOUT_MS),
     idleTimeoutMs: get(env, variables.IDLE_TIMEOUT_MS),
     maxUnsentBytes: get(env, variables.MAX_UNSENT_BYTES),
+    unsentStallMs: get(env, variables.UNSENT_STALL_MS),
+    maxBodyBytes: get(env, variables.MAX_BODY_BYTES),
   };
 };
 

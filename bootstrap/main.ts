@@ -211,7 +211,11 @@ const main = async (): Promise<void> => {
   // Both listeners are bound before anything is printed: a HOST or port that cannot be used stops here (exit 1).
   await listen(server, config.port, config.host, 'PORT', config.metricsPort);
   if (config.metricsPort !== undefined) {
-    admin = metricsServer(metrics.exposition, { logger, limits: { ...defaultServerLimits, ...config.serverLimits } });
+    admin = metricsServer(metrics.exposition, {
+      logger,
+      limits: { ...defaultServerLimits, ...config.serverLimits },
+      metrics: metrics.http,
+    });
     await listen(admin, config.metricsPort, config.host, 'METRICS_PORT', config.port);
   }
   if (stopping) return;

@@ -75,6 +75,18 @@ export const variables = {
     fallback: defaultServerLimits.maxUnsentBytes,
     example: '67108864',
   },
+  UNSENT_STALL_MS: {
+    name: 'UNSENT_STALL_MS',
+    read: readInteger(100, 600_000),
+    fallback: defaultServerLimits.unsentStallMs,
+    example: '2000',
+  },
+  MAX_BODY_BYTES: {
+    name: 'MAX_BODY_BYTES',
+    read: readInteger(16 * 1024 * 1024, 64 * 1024 * 1024 * 1024),
+    fallback: defaultServerLimits.maxBodyBytes,
+    example: '67108864',
+  },
   SHUTDOWN_TIMEOUT_MS: {
     name: 'SHUTDOWN_TIMEOUT_MS',
     read: readInteger(0, 600_000),

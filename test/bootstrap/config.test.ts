@@ -36,6 +36,8 @@ test('no variables at all is the embedded default', () => {
       keepAliveTimeoutMs: 5000,
       idleTimeoutMs: 60000,
       maxUnsentBytes: 67108864,
+      unsentStallMs: 2000,
+      maxBodyBytes: 67108864,
     },
     shutdownTimeoutMs: 10000,
     storage: { kind: 'memory', maxPlants: undefined },
@@ -97,6 +99,8 @@ test('the HTTP server limits are read from their variables', () => {
     KEEP_ALIVE_TIMEOUT_MS: '65000',
     IDLE_TIMEOUT_MS: '15000',
     MAX_UNSENT_BYTES: '8388608',
+    UNSENT_STALL_MS: '500',
+    MAX_BODY_BYTES: '33554432',
   });
   assert.equal(config.serverLimits, {
     maxConnections: 50,
@@ -107,7 +111,11 @@ test('the HTTP server limits are read from their variables', () => {
     keepAliveTimeoutMs: 65000,
     idleTimeoutMs: 15000,
     maxUnsentBytes: 8388608,
+    unsentStallMs: 500,
+    maxBodyBytes: 33554432,
   });
+  assert.match(failure({ UNSENT_STALL_MS: '10' }), /^UNSENT_STALL_MS: must be an integer from 100/);
+  assert.match(failure({ MAX_BODY_BYTES: '1048576' }), /^MAX_BODY_BYTES: must be an integer from 16777216/);
   assert.match(failure({ MAX_UNSENT_BYTES: '1000' }), /^MAX_UNSENT_BYTES: must be an integer from 1048576/);
   assert.match(failure({ MAX_CONNECTIONS: '0' }), /^MAX_CONNECTIONS: must be an integer from 1 to 1000000/);
   assert.match(failure({ MAX_HEADER_SIZE: '100' }), /^MAX_HEADER_SIZE: must be an integer from 8192/);

@@ -165,4 +165,36 @@ test("a response emits 'prefinish' once, before 'finish', when its last bytes ar
   );
 });
 
+test("a socket's handle counts the bytes of a write in progress the kernel has not taken (writeQueueSize), and the count falls as the client reads", async () => {
+  const queued: number[] = [];
+  let served: () => void = () => undefined;
+  const wrote = new Promise<void>((resolve) => (served = resolve));
+  let socketOf: Socket | undefined;
+  await withServer(
+    (req, res) => {
+      socketOf = req.socket;
+      res.end(Buffer.alloc(32 * 1024 * 1024)); // more than loopback's socket buffers take
+      served();
+    },
+    async (_server, port) => {
+      const client = connect(port, '127.0.0.1');
+      client.pause(); // reads nothing yet
+      try {
+        await new Promise((resolve) => client.once('connect', resolve));
+        client.write(get('/a'));
+        await within(10_000, 'the response written', wrote);
+        const queue = () =>
+          (socketOf as Socket & { _handle?: { writeQueueSize?: number } | null })._handle?.writeQueueSize;
+        // The kernel takes what its buffers hold, then stops: the count settles above 0.
+        await eventually('some bytes left in the write queue', () => (queue() ?? 0) > 0);
+        queued.push(queue() as number);
+        client.on('data', () => undefined).resume();
+        await eventually('the count falls as the client reads', () => (queue() ?? Infinity) < (queued[0] as number));
+      } finally {
+        client.destroy();
+      }
+    },
+  );
+});
+
 test.run();

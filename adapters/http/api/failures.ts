@@ -11,6 +11,8 @@ export type HttpFailure =
   | { readonly _tag: 'UnsupportedMediaType' }
   | { readonly _tag: 'UnsupportedContentEncoding' }
   | { readonly _tag: 'PayloadTooLarge'; readonly limit: number }
+  /** The server holds as many request-body bytes as it may (MAX_BODY_BYTES): this body is not read. */
+  | { readonly _tag: 'BodiesBusy' }
   | { readonly _tag: 'MalformedBody'; readonly reason: string }
   | { readonly _tag: 'RouteNotFound' }
   | { readonly _tag: 'MethodNotAllowed'; readonly allow: string }
@@ -134,6 +136,12 @@ export const toResponse = (failure: Failure): FailureResponse => {
         status: 415,
         message: 'content-encoding: send the body uncompressed; no content coding is supported',
         headers: { 'accept-encoding': 'identity' },
+      };
+    case 'BodiesBusy':
+      return {
+        status: 503,
+        message: 'body: the server is reading as many request bodies as it may hold, retry later',
+        headers: { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' },
       };
     case 'StorageFull':
       return { status: 507, message: 'storage: the store is full; no plant can be created until plants are deleted' };

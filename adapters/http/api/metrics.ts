@@ -45,29 +45,53 @@ const errorBody = (status: number, message: string) => JSON.stringify({ error: s
  * The admin listener (METRICS_PORT): `GET /metrics` and nothing else, apart from the API's port, so that the scrape
  * can be reachable where the API is not (and the reverse). Every other path is 404, another method 405. It is the
  * API's own node:http server (server.ts), with the same limits, so that what its parser refuses answers the Error
- * body and X-Request-Id too.
+ * body and X-Request-Id too; and like the API's, each of its responses is one `request` log line (with `listener`
+ * `metrics`) and one observation in `metrics` (routes `GET /metrics`, `* /metrics`, `unknown`), and what its parser
+ * refuses is counted too.
  */
 export const metricsServer = (
   exposition: MetricsExposition,
-  deps: { readonly logger: Logger; readonly limits: ServerLimits },
-): Server =>
-  createHttpServer((req, res) => {
-    const headers: Record<string, string> = {
-      'x-request-id': requestIdFrom(req.headers['x-request-id']),
-      'cache-control': 'no-store',
-      'x-content-type-options': 'nosniff',
-    };
-    const reply = (status: number, type: string, body: string, extra: Record<string, string> = {}) => {
-      res.writeHead(status, { ...headers, ...extra, 'content-type': type, 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-    };
-    const json = 'application/json; charset=utf-8';
-    const path = (req.url ?? '').split('?')[0];
-    if (path !== '/metrics') return reply(404, json, errorBody(404, 'no such resource; this port serves /metrics'));
-    if (req.method !== 'GET' && req.method !== 'HEAD')
-      return reply(405, json, errorBody(405, 'method not allowed here; use GET, HEAD'), { allow: 'GET, HEAD' });
-    exposition.scrape().then(
-      (text) => reply(200, exposition.contentType, text),
-      () => reply(500, json, errorBody(500, 'internal error')),
-    );
-  }, deps);
+  deps: { readonly logger: Logger; readonly limits: ServerLimits; readonly metrics?: HttpMetrics | undefined },
+): Server => {
+  const { logger } = deps;
+  const metrics = deps.metrics === undefined ? undefined : boundedMethods(deps.metrics);
+  return createHttpServer(
+    (req, res) => {
+      const startedAt = performance.now();
+      const reqId = requestIdFrom(req.headers['x-request-id']);
+      const method = req.method ?? 'GET';
+      const headers: Record<string, string> = {
+        'x-request-id': reqId,
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+      };
+      const reply = (route: string, status: number, type: string, body: string, extra: Record<string, string> = {}) => {
+        res.writeHead(status, {
+          ...headers,
+          ...extra,
+          'content-type': type,
+          'content-length': Buffer.byteLength(body),
+        });
+        res.end(body);
+        const ms = performance.now() - startedAt;
+        metrics?.observe(method, route, status, ms / 1000);
+        logger.info({ reqId, method, route, status, ms: Math.round(ms * 100) / 100, listener: 'metrics' }, 'request');
+      };
+      const json = 'application/json; charset=utf-8';
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== '/metrics') {
+        return reply('unknown', 404, json, errorBody(404, 'no such resource; this port serves /metrics'));
+      }
+      if (method !== 'GET' && method !== 'HEAD') {
+        return reply('* /metrics', 405, json, errorBody(405, 'method not allowed here; use GET, HEAD'), {
+          allow: 'GET, HEAD',
+        });
+      }
+      exposition.scrape().then(
+        (text) => reply('GET /metrics', 200, exposition.contentType, text),
+        () => reply('GET /metrics', 500, json, errorBody(500, 'internal error')),
+      );
+    },
+    { logger, limits: deps.limits, refused: metrics?.refused },
+  );
+};

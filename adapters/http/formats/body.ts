@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
 import type { HttpFailure } from '../api/failures.js';
+import { bodyBudgetOf } from '../transport/exchange.js';
 
-type BodyFailure = Extract<HttpFailure, { _tag: 'PayloadTooLarge' | 'MalformedBody' }>;
+type BodyFailure = Extract<HttpFailure, { _tag: 'PayloadTooLarge' | 'MalformedBody' | 'BodiesBusy' }>;
 
 /** `application/json`, optionally with parameters; a charset other than UTF-8 (`utf-8`, or its alias `utf8`) is refused rather than misread. */
 export const isJsonContentType = (header: string | undefined): boolean => {
@@ -26,9 +27,13 @@ export const isIdentityEncoding = (header: string | undefined): boolean =>
 /**
  * Reads the body up to `limit` bytes. A declared Content-Length over the limit is refused before a byte is read;
  * a chunked body is counted as it arrives and refused at the first byte over the limit, with the rest left unread
- * (the response closes the connection). A client that sent `Expect: 100-continue` is invited to send the body
- * (`100 Continue`) only here, after authentication and these checks. Resolves `undefined` when the client went away
- * mid-body.
+ * (the response closes the connection). The bytes held are also counted against the server's total for all the
+ * bodies being read at once (the connection's body budget, MAX_BODY_BYTES): a declared length is counted whole before
+ * reading starts, a chunked body chunk by chunk, and a body that would pass the total is refused with 503 (`BodiesBusy`)
+ * before it is read further; what it held is given back once reading ends, however it ends. An HTTP/1.1 client that
+ * sent `Expect: 100-continue` is invited to send the body (`100 Continue`) only here, after authentication and these
+ * checks; an HTTP/1.0 client never is (RFC 9110 §10.1.1: it may not understand a 1xx, and takes it for the answer).
+ * Resolves `undefined` when the client went away mid-body.
  */
 export const readBody = (
   req: IncomingMessage,
@@ -38,15 +43,25 @@ export const readBody = (
   // Gone before we asked (the client left, or the server answered and closed): no event would ever come.
   if (req.destroyed) return Promise.resolve(undefined);
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) {
+  const length = declared === undefined ? undefined : Number(declared);
+  if (length !== undefined && length > limit) {
     return Promise.resolve(E.left({ _tag: 'PayloadTooLarge', limit }));
   }
-  if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) res.writeContinue();
+  const budget = bodyBudgetOf(req);
+  let held = 0;
+  if (budget !== undefined && length !== undefined) {
+    if (!budget.take(length)) return Promise.resolve(E.left({ _tag: 'BodiesBusy' }));
+    held = length;
+  }
+  if (req.httpVersionMinor >= 1 && req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) {
+    res.writeContinue();
+  }
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const finish = (result: E.Either<BodyFailure, Buffer> | undefined): void => {
       req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
+      if (budget !== undefined) budget.give(held);
       resolve(result);
     };
     const onData = (chunk: Buffer): void => {
@@ -54,7 +69,18 @@ export const readBody = (
       if (size > limit) {
         req.pause();
         finish(E.left({ _tag: 'PayloadTooLarge', limit }));
-      } else chunks.push(chunk);
+        return;
+      }
+      if (budget !== undefined && size > held) {
+        // A chunked body (or more than declared, which the parser does not let through): counted as it comes.
+        if (!budget.take(size - held)) {
+          req.pause();
+          finish(E.left({ _tag: 'BodiesBusy' }));
+          return;
+        }
+        held = size;
+      }
+      chunks.push(chunk);
     };
     const onEnd = (): void =>
       finish(E.right(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { sharedBody } from '../transport/exchange.js';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -92,7 +93,8 @@ export const docsSite = () => {
       let found = loaded.get(name);
       if (found === undefined) {
         found = {
-          body: readFileSync(join(distDir, name)),
+          // Sent as is to every client that asks: counted once by the unsent-bytes bound, however many hold it.
+          body: sharedBody(readFileSync(join(distDir, name))),
           headers: { 'content-type': type, 'cache-control': ASSET_CACHE },
         };
         loaded.set(name, found);

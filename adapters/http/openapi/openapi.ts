@@ -460,7 +460,9 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           `The outcome of a create or delete answered 503 is unknown: it may have been applied, or may still be ` +
           `applied shortly after. Retrying is safe: repeat the same create (200 means the plant is stored, by either ` +
           `attempt; 409 means another plant holds the id) or the same delete (204 or 404 both mean it is gone). A ` +
-          `delete answered 503 never removes a plant created after it.`,
+          `delete answered 503 never removes a plant created after it. A create is also answered 503, before its ` +
+          `body is read and with nothing applied, while the service holds as many request bodies as it may ` +
+          `(MAX_BODY_BYTES); retry it after Retry-After.`,
         'storage is unavailable, retry later',
         { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
       ),

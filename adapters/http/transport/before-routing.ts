@@ -13,7 +13,8 @@ const NOT_PRINTABLE = /[^\x20-\x7e]/g;
 
 /**
  * The origin-form (path and query) of an absolute-form request target such as `http://host:port/path?query`
- * (RFC 9112 §3.2.2); undefined when the target is not an http or https URI with an authority.
+ * (RFC 9112 §3.2.2); undefined when the target is not an http or https URI with an authority whose host and port are
+ * valid.
  */
 export const originForm = (target: string): string | undefined => {
   const sep = target.indexOf('://');
@@ -24,6 +25,10 @@ export const originForm = (target: string): string | undefined => {
   let end = authority;
   while (end < target.length && target[end] !== '/' && target[end] !== '?') end += 1;
   if (end === authority) return undefined;
+  // User info (deprecated, RFC 9110 §4.2.4) is let through and ignored, like the host itself; what follows it must
+  // still be a host and port.
+  const host = target.slice(authority, end);
+  if (!isHost(host.slice(host.lastIndexOf('@') + 1))) return undefined;
   const rest = target.slice(end);
   return rest === '' || rest[0] === '?' ? `/${rest}` : rest;
 };
@@ -48,12 +53,38 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
   if (hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1)) {
     return { reason: 'send exactly one Host header', code: 'HOST' };
   }
+  if (hosts === 1 && !isHost(req.headers.host ?? '')) {
+    return { reason: 'the Host header must be a host name or address, with an optional port', code: 'HOST' };
+  }
   if (authorizations > 1) return { reason: 'send at most one Authorization header', code: 'AUTHORIZATION' };
   const coding = req.headers['transfer-encoding'];
-  if (coding !== undefined && coding.toLowerCase() !== 'chunked') {
-    return { reason: 'no transfer coding other than chunked is supported', code: 'TRANSFER_ENCODING' };
+  if (coding !== undefined) {
+    // HTTP/1.0 has no Transfer-Encoding: a 1.0 message that has one has faulty framing, whatever the parser made of it
+    // (RFC 9112 §6.1), and its connection must close after the answer.
+    if (req.httpVersionMinor === 0) {
+      return { reason: 'HTTP/1.0 has no Transfer-Encoding; send Content-Length', code: 'TRANSFER_ENCODING' };
+    }
+    if (coding.toLowerCase() !== 'chunked') {
+      return { reason: 'no transfer coding other than chunked is supported', code: 'TRANSFER_ENCODING' };
+    }
   }
   return undefined;
+};
+
+/**
+ * RFC 9110 §7.2's `Host = uri-host [ ":" port ]`: an IP literal in brackets, or a reg-name (letters, digits,
+ * `-._~`, sub-delims, percent-encodings), then an optional port of digits. No user info (`u@x`), path, space or list.
+ * The empty value is valid (RFC 9112 §3.2, a target without authority). Each character has exactly one way to match,
+ * so the match is linear in the value's length.
+ */
+const HOST = /^(?:\[[0-9A-Za-z._~!$&'()*+,;=:-]+\]|(?:[0-9A-Za-z._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
+let lastHost = '';
+export const isHost = (value: string): boolean => {
+  // Clients send the same Host on every request: the last valid value is remembered, to skip the match.
+  if (value === lastHost) return true;
+  if (!HOST.test(value)) return false;
+  lastHost = value;
+  return true;
 };
 
 /** The failure a parser error answers with; undefined for socket errors, which cannot be answered. */

@@ -19,10 +19,19 @@ export interface ServerLimits {
   /** A connection on which nothing moves either way while a request is open (a client that stops reading) is closed. */
   readonly idleTimeoutMs: number;
   /**
-   * Bytes of responses written and not yet taken by the kernel, over all connections (clients that do not read);
-   * past it, the connections holding the most are closed until the total is below it again.
+   * Bytes of responses written and not yet taken by the kernel, over all connections (a shared cached Buffer counted
+   * once); past it, the connections that have stopped reading (see `unsentStallMs`) are closed, longest stalled first,
+   * until the total is below it again. A connection that reads is never closed for it.
    */
   readonly maxUnsentBytes: number;
+  /** A connection whose unsent response has not moved (the kernel took no byte of it) for this long is not reading. */
+  readonly unsentStallMs: number;
+  /**
+   * Request-body bytes held in memory at once by all the requests whose bodies are being read (a declared
+   * Content-Length is counted whole when its reading starts, a chunked body as it arrives); a body that would pass
+   * it is refused with 503 before it is read further.
+   */
+  readonly maxBodyBytes: number;
   /**
    * After the last response of a connection, what the client still sends is read and discarded for up to `lingerMs`
    * and `lingerBytes`, so that closing does not reset the connection before the client has read the response.
@@ -40,6 +49,8 @@ export const defaultServerLimits: ServerLimits = {
   keepAliveTimeoutMs: 5_000,
   idleTimeoutMs: 60_000,
   maxUnsentBytes: 64 * 1024 * 1024,
+  unsentStallMs: 2_000,
+  maxBodyBytes: 64 * 1024 * 1024,
   lingerMs: 2_000,
   lingerBytes: 1024 * 1024,
 };

@@ -13,9 +13,12 @@ import { connectionStates, lingering, type Connection } from './connections.js';
 import { toResponse, type HttpFailure } from '../api/failures.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
+import { byteBudget, setBodyBudget, SharingServerResponse, type SharingResponse } from './exchange.js';
+import { unsentBound } from './unsent.js';
 
 export { defaultServerLimits, type ServerLimits } from './server-limits.js';
 export { originForm } from './before-routing.js';
+export { sharedBody } from './exchange.js';
 
 export interface HttpServerDeps {
   readonly logger: Logger;
@@ -27,12 +30,13 @@ export interface HttpServerDeps {
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
- * Node's HTTP server offers no public hook for four things done here, so this module leans on four internals that
+ * Node's HTTP server offers no public hook for five things done here, so this module leans on five internals that
  * have been stable for years, each pinned by a test in test/edge: the per-connection `parser.onIncoming` (to stop
  * parsing a connection that is closing), `socket.destroySoon()` (what Node calls to close after a last response),
  * the parser taking its bytes from the socket's 'data' listener once one is added (to stop parsing while the
- * connection lingers), and a response's 'prefinish' event (its last bytes handed to the socket: what the socket then
- * holds unsent is counted).
+ * connection lingers), a response's 'prefinish' event (its last bytes handed to the socket: what the socket then
+ * holds unsent is counted), and the socket handle's `writeQueueSize` (libuv's count of a write's bytes the kernel has not taken, which net.Socket's own idle
+ * timer reads: unsent.ts sees a client read by it).
  */
 interface ParserHooks {
   onIncoming?: (req: IncomingMessage, keepAlive: boolean) => number;
@@ -69,7 +73,9 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * unanswered, and by stopping the parser there: Node otherwise parses every request of a chunk it has read (up to
  * 64 KiB, over a thousand small GETs) into objects before its own backpressure can stop reading, so pausing alone
  * would not bound it. The number of connections is bounded by `maxConnections`. The bytes held for clients that do not
- * read are bounded per connection (one response at a time, see `serve`) and in total (`maxUnsentBytes`).
+ * read are bounded per connection (one response at a time, see `serve`) and in total (`maxUnsentBytes`, unsent.ts),
+ * and the request-body bytes held while bodies are read in total (`maxBodyBytes`: each connection's body budget,
+ * exchange.ts, which formats/body.ts takes from).
  */
 export const createHttpServer = (handler: Handler, { logger, limits, refused }: HttpServerDeps): Server => {
   const server = createServer({
@@ -81,6 +87,8 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     connectionsCheckingInterval: checkingInterval(limits),
     // Checked here instead, so that the 400 carries the Error body.
     requireHostHeader: false,
+    // Notes a shared body at `end` (exchange.ts), for the unsent-bytes bound.
+    ServerResponse: SharingServerResponse,
   });
   server.maxConnections = limits.maxConnections;
   server.timeout = limits.idleTimeoutMs;
@@ -116,50 +124,10 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     logAnswered(reqId, req.method, status, code);
   };
 
-  /**
-   * Sockets whose current response the kernel has not taken all of yet, oldest first, and what each held unsent when
-   * its response was written. `unsent` is their sum: it only overestimates (the kernel takes more as the client
-   * reads), so when it passes `maxUnsentBytes` it is summed anew from the sockets, and if the total is still above
-   * the bound the connections that have held their bytes longest (the clients that do not read) are closed until it
-   * is below. Each connection holds at most one response (see `serve`), so this bounds what all of them hold.
-   */
-  const sending = new Map<Socket, number>();
-  let unsent = 0;
-  const shed = (): void => {
-    unsent = 0;
-    for (const socket of sending.keys()) {
-      const held = socket.writableLength;
-      sending.set(socket, held);
-      unsent += held;
-    }
-    let closed = 0;
-    for (const [socket, held] of sending) {
-      if (unsent <= limits.maxUnsentBytes) break;
-      unsent -= held;
-      sending.delete(socket);
-      closed += 1;
-      connectionOf(socket).closing = true;
-      socket.destroy();
-    }
-    if (closed > 0) {
-      logger.warn(
-        { code: 'UNSENT_LIMIT', closed, limit: limits.maxUnsentBytes },
-        'connections closed: too many response bytes unread by their clients',
-      );
-    }
-  };
-  const written = (socket: Socket): void => {
-    const held = socket.writableLength;
-    sending.set(socket, held);
-    unsent += held;
-    if (unsent > limits.maxUnsentBytes) shed();
-  };
-  const sent = (socket: Socket): void => {
-    const held = sending.get(socket);
-    if (held === undefined) return;
-    unsent -= held;
-    sending.delete(socket);
-  };
+  const { written, sent } = unsentBound(limits, logger, (socket) => {
+    connectionOf(socket).closing = true;
+    socket.destroy();
+  });
 
   /**
    * Hands a request to the app. One response per connection at a time: the next request read on the connection is
@@ -168,7 +136,7 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
    */
   const serve = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
     conn.serving = res;
-    res.on('prefinish', () => written(socket)); // once per response: no `once` wrapper needed
+    res.on('prefinish', () => written(socket, res as SharingResponse)); // once per response: no `once` wrapper needed
     handler(req, res);
   };
 
@@ -255,9 +223,11 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     else conn.waiting.push({ req, res });
   };
 
+  const bodyBudget = byteBudget(limits.maxBodyBytes);
   server.on('connection', (socket: Socket) => {
     const conn = connectionOf(socket);
     sockets.add(socket);
+    setBodyBudget(socket, bodyBudget);
     // Responses that never went out (their requests were waiting, or Node had queued them) close with the socket.
     socket.once('close', () => {
       sockets.delete(socket);

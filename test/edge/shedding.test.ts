@@ -1,0 +1,154 @@
+import { spawn } from 'node:child_process';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { ServerLimits } from '../../adapters/http/transport/server.js';
+import { startService } from '../support/http.js';
+import { eventually, within } from '../support/wait.js';
+
+/**
+ * The unsent-bytes bound closes the clients that do not read and never one that does, on a real network's segment
+ * sizes. On loopback's (64 KiB segments, megabytes of socket buffers) the kernel takes a 1.7 MB response at once and
+ * nothing is ever unsent, so the clients here are a Python process (Node cannot set TCP_MAXSEG) whose sockets
+ * advertise a 536-byte MSS and a 4 KiB receive buffer, as a slow real link would: one reads steadily at 400 kB/s,
+ * and half a second later 45 others ask for the same large file and never read.
+ */
+const test = suite('edge: the unsent-bytes bound spares clients that read');
+
+const ASSET = '/docs/swagger-ui-bundle.js';
+
+const CLIENTS = String.raw`
+import json, socket, sys, time
+port, path, rate, others, delay = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+
+def open_conn():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(('127.0.0.1', port))
+    s.sendall(('GET %s HTTP/1.1\r\nHost: x\r\n\r\n' % path).encode())
+    return s
+
+reader = open_conn()
+reader.settimeout(0.01)
+start = time.monotonic()
+idle = []
+received = b''
+head = None
+length = None
+end = 'complete'
+while True:
+    now = time.monotonic()
+    if not idle and others and now - start >= delay:
+        idle = [open_conn() for _ in range(others)]
+    if len(received) > rate * (now - start):
+        time.sleep(0.002)
+        continue
+    try:
+        chunk = reader.recv(4096)
+    except socket.timeout:
+        continue
+    except OSError as e:
+        end = repr(e)
+        break
+    if not chunk:
+        end = 'closed'
+        break
+    received += chunk
+    if head is None and b'\r\n\r\n' in received:
+        head, _, _ = received.partition(b'\r\n\r\n')
+        for line in head.split(b'\r\n')[1:]:
+            name, _, value = line.partition(b':')
+            if name.strip().lower() == b'content-length':
+                length = int(value)
+    if head is not None and length is not None and len(received) >= len(head) + 4 + length:
+        break
+body = 0 if head is None else len(received) - len(head) - 4
+print(json.dumps({
+    'status': None if head is None else int(head.split(b' ')[1]),
+    'length': length,
+    'body': body,
+    'seconds': round(time.monotonic() - start, 2),
+    'end': end,
+    'idle': [s.getsockname()[1] for s in idle],
+}), flush=True)
+sys.stdin.read()
+`;
+
+interface Outcome {
+  readonly status: number | null;
+  readonly length: number | null;
+  readonly body: number;
+  readonly seconds: number;
+  /** How the reader's connection ended: complete, closed (by the server), or the error. */
+  readonly end: string;
+  /** The local ports of the clients that never read, still open on the client's side. */
+  readonly idle: number[];
+}
+
+/** Runs the reader and the idle clients; `check` runs while the idle clients are still open. */
+const withClients = async (port: number, check: (outcome: Outcome) => Promise<void>) => {
+  const child = spawn('python3', ['-c', CLIENTS, String(port), ASSET, '400000', '45', '0.5'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  try {
+    const line = await within(
+      60_000,
+      'the reader to finish',
+      new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
+        });
+        child.once('error', reject);
+        child.once('exit', (code) => reject(new Error(`python3 exited ${code} before reporting`)));
+      }),
+    );
+    await check(JSON.parse(line) as Outcome);
+  } finally {
+    child.stdin.end();
+    child.kill();
+  }
+};
+
+const service = (limits: Partial<ServerLimits>) => startService({}, limits);
+
+test('at the defaults, a steady reader gets every byte of a large file while 45 connections that never read hold it too', async () => {
+  const svc = await service({});
+  try {
+    await withClients(svc.port, async (outcome) => {
+      assert.is(outcome.status, 200);
+      assert.ok(outcome.length !== null && outcome.length > 1_000_000, `a large file: ${outcome.length}`);
+      assert.is(outcome.body, outcome.length, `the reader got ${outcome.body} of ${outcome.length} bytes`);
+      assert.is(outcome.idle.length, 45);
+      // The 45 copies are one cached Buffer: they cost the process nothing, so the bound is not met.
+      assert.not.ok(svc.logs().some((l) => l['code'] === 'UNSENT_LIMIT'));
+    });
+  } finally {
+    await svc.close();
+  }
+});
+
+test('past the bound, the connections that never read are all closed and the one that reads gets every byte', async () => {
+  // Under the file's own size, so that the bound stays exceeded for as long as anyone holds it.
+  const svc = await service({ maxUnsentBytes: 1024 * 1024, unsentStallMs: 1500 });
+  try {
+    await withClients(svc.port, async (outcome) => {
+      assert.is(outcome.status, 200);
+      assert.is(
+        outcome.body,
+        outcome.length,
+        `the reader got ${outcome.body} of ${outcome.length} bytes (${outcome.seconds} s, ${outcome.end}); logged: ${JSON.stringify(svc.logs().filter((l) => l['code'] === 'UNSENT_LIMIT'))}`,
+      );
+      assert.ok(outcome.seconds > 1.5, `the reader was slow enough to matter (${outcome.seconds} s)`);
+      await eventually('every connection that never read closed by the server', () =>
+        outcome.idle.every((p) => !svc.holds(p)),
+      );
+      assert.ok(svc.logs().some((l) => l['code'] === 'UNSENT_LIMIT'));
+    });
+  } finally {
+    await svc.close();
+  }
+});
+
+test.run();

@@ -116,14 +116,14 @@ const removeAll = async (): Promise<void> => {
   rmSync(secrets, { recursive: true, force: true });
 };
 
-const missing = ['podman', 'runc', 'podman-compose', 'debootstrap'].filter(
+const missing = ['podman', 'runc', 'podman-compose', 'debootstrap', 'go'].filter(
   (tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0,
 );
 const setup: Setup<{ teardown: () => Promise<void> }> =
   process.env['PLANT_STORE_CONTAINER_TEST'] === '0'
     ? { skip: 'PLANT_STORE_CONTAINER_TEST=0 (.ci/run runs this suite once, in the Node.js 24 run)' }
     : missing.length > 0 && process.env['CI'] !== 'true'
-      ? { skip: `${missing.join(', ')} not installed (apt-get install podman runc podman-compose debootstrap)` }
+      ? { skip: `${missing.join(', ')} not installed (apt-get install podman runc podman-compose debootstrap; Go)` }
       : async () => {
           if (missing.length > 0) throw new Error(`CI=true and ${missing.join(', ')} not installed`);
           let started = Date.now();
@@ -150,6 +150,35 @@ const api = (port: number, token: string, path: string, init: RequestInit = {}) 
     ...init,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
   });
+
+/** The paths (a.b.c) at which two JSON values differ. */
+const differences = (a: unknown, b: unknown, path = ''): string[] => {
+  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && !Array.isArray(a)) {
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+    return keys.flatMap((k) =>
+      differences(
+        (a as Record<string, unknown>)[k],
+        (b as Record<string, unknown>)[k],
+        path === '' ? k : `${path}.${k}`,
+      ),
+    );
+  }
+  return JSON.stringify(a) === JSON.stringify(b) ? [] : [path];
+};
+
+test("compose.yaml is valid as `docker compose config` reads it, and what CI runs differs from it in mongo's image and command and redis's image only", async () => {
+  const binary = join(secrets, 'compose-config');
+  await must('go', ['build', '-C', join(here, 'compose-config'), '-o', binary, '.']);
+  const config = async (...files: string[]) => {
+    const r = await run$(binary, files);
+    assert.is(r.code, 0, `${files.join(' + ')}: ${r.stderr}`);
+    return JSON.parse(r.stdout) as { services: Record<string, unknown> };
+  };
+  const shipped = await config(join(root, 'compose.yaml'));
+  assert.equal(Object.keys(shipped.services).sort(), ['mongo', 'mongo-init', 'plant-store', 'redis']);
+  const ci = await config(join(root, 'compose.yaml'), join(here, 'compose.offline.yaml'));
+  assert.equal(differences(shipped, ci), ['services.mongo.command', 'services.mongo.image', 'services.redis.image']);
+});
 
 test('the image runs as a non-root user, declares its healthcheck, and holds dist/ for production only', async () => {
   assert.is((await podman('image', 'inspect', '--format', '{{.Config.User}}', image)).trim(), 'node');

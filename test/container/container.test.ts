@@ -315,7 +315,7 @@ test('least privilege: read-only root filesystems, no capability, no new privile
   assert.match(body, /^plantstore_/m);
 });
 
-test('a token issued with the CLI inside the container creates a plant', async () => {
+test('a token issued with the CLI inside the container creates a plant, counted by the rate limiter in Redis', async () => {
   const issued = await podman(
     'exec',
     service,
@@ -336,6 +336,10 @@ test('a token issued with the CLI inside the container creates a plant', async (
     body: '{"id": 1, "name": "Monstera"}',
   });
   assert.is(created.status, 200, await created.text());
+  // Counted by the rate limiter in Redis (EVAL, allowed to the service's user): a limiter that cannot run lets the
+  // request through without these.
+  assert.is(created.headers.get('ratelimit-limit'), '600');
+  assert.is(created.headers.get('ratelimit-remaining'), '599');
 });
 
 test('a neighbour on the compose network without the passwords can neither mint a token in Redis nor read plants in MongoDB', async () => {

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +28,7 @@ const alone = `${project}-alone`;
 // A tag of this run's own (compose.yaml's `image:` is ${PLANT_STORE_IMAGE:-plant-store:latest}), so that runs from two
 // checkouts sharing one podman store never run each other's image.
 const image = `localhost/${project}:latest`;
-const secrets = mkdtempSync(join(tmpdir(), `${project}-secrets-`));
+const secrets = join(tmpdir(), `${project}-secrets`); // made by scripts/compose-secrets.sh in the setup
 const network = `${project}_default`;
 const composeFiles = ['-f', join(root, 'compose.yaml'), '-f', join(here, 'compose.offline.yaml')];
 const SHUTDOWN_TIMEOUT_MS = 10_000; // compose.yaml's

@@ -1,28 +1,41 @@
 # Plant Store: the HTTP service on Node.js 24.
 #   docker build -t plant-store .
 #   docker run --init -p 3000:3000 plant-store            (--init: see docs/deployment.md)
-# Two stages: the build stage compiles with the dev dependencies (TypeScript), then drops them; the runtime stage
-# holds package.json, the production dependencies and dist/ (what runs in production only), and runs as `node`.
+# Three stages: `deps` installs the production dependencies from the lockfile (what the runtime takes); `build` adds to
+# them only what compiling needs (TypeScript, and the types it checks against: Node's, and pino-pretty's, which
+# bootstrap/logger.ts names) at the lockfile's versions, and compiles; the runtime holds package.json, the production
+# dependencies, dist/ (what runs in production only) and the compose stack's mongo-init script, and runs as `node`.
 ARG BASE=node:24-slim
 
-FROM ${BASE} AS build
+FROM ${BASE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM ${BASE} AS build
+# The build tools go to /build/node_modules, above /app: TypeScript finds itself and the @types there by walking up
+# from /app, and none of it can reach the runtime stage, which takes /app/node_modules from `deps`.
+WORKDIR /build/app
+COPY package.json package-lock.json ./
+RUN cd /build && npm install --no-audit --no-fund --no-save --no-package-lock $(node -p " \
+      const { packages } = require('/build/app/package-lock.json'); \
+      ['typescript', '@types/node', 'pino-pretty'].map((n) => n + '@' + packages['node_modules/' + n].version).join(' ')")
+COPY --from=deps /app/node_modules node_modules
 COPY tsconfig.json tsconfig.production.json ./
 COPY scripts/build.mjs scripts/
 COPY domain domain
 COPY application application
 COPY adapters adapters
 COPY bootstrap bootstrap
-RUN npm run build:production && npm prune --omit=dev --no-audit --no-fund
+RUN npm run build:production
 
 FROM ${BASE}
 ENV PORT=3000
 WORKDIR /app
-COPY --from=build /app/package.json ./
-COPY --from=build /app/node_modules node_modules
-COPY --from=build /app/dist dist
+COPY package.json ./
+COPY --from=deps /app/node_modules node_modules
+COPY --from=build /build/app/dist dist
+COPY scripts/mongo-init.mjs scripts/
 # The official node images have this account (uid 1000); nothing under /app is writable by it.
 USER node
 EXPOSE 3000

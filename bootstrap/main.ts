@@ -2,12 +2,10 @@
 // here on, start-up included.
 import './require-supported-node.js';
 import { onStopSignal } from './signals.js';
-import { getHeapStatistics } from 'node:v8';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { corsPolicy } from '../adapters/http/api/cors.js';
 import { closeAfterResponses, defaultServerLimits, requestsInFlight } from '../adapters/http/transport/server.js';
-import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { metricsServer } from '../adapters/http/api/metrics.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
 import {
@@ -231,14 +229,6 @@ const main = async (): Promise<void> => {
       { storage: 'memory' },
       'in-memory storage: every plant is lost when the process exits, and no other process sees it (run one process only, or STORAGE=mongodb)',
     );
-    const bound = memoryMaxPlants(config.storage);
-    const heapHolds = memoryCapacity(getHeapStatistics().heap_size_limit);
-    if (bound > heapHolds) {
-      logger.warn(
-        { maxPlants: bound, heapHolds },
-        'MEMORY_MAX_PLANTS is above what the heap holds at worst; the process may run out of memory before the store is full',
-      );
-    }
   }
   const { address, port } = server.address() as AddressInfo;
   const metricsPort = admin === undefined ? port : (admin.address() as AddressInfo).port;

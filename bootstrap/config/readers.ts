@@ -1,5 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 
 /**
  * How one environment variable is read: its reader (raw text to value, or what is wrong with it), default, example
@@ -8,7 +9,11 @@ import { pipe } from 'fp-ts/lib/function.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-/** One variable: how to read it, its default, a good example, and whether its value is secret. */
+/**
+ * One variable: how to read it, its default, a good example, and whether its value is secret. A secret variable may
+ * also be given as `<NAME>_FILE`, the path of a file that holds the value (the convention of the official images for
+ * Docker and Kubernetes secrets): see `get`.
+ */
 export interface Variable<A> {
   readonly name: string;
   readonly read: (raw: string) => E.Either<string, A>;
@@ -19,12 +24,67 @@ export interface Variable<A> {
 
 export class ConfigError extends Error {}
 
+/** The largest secret file read: far above any URI, key or token set, and a bound on what a wrong path costs. */
+export const SECRET_FILE_MAX_BYTES = 1024 * 1024;
+
+/**
+ * The value of a secret variable given as `<NAME>_FILE`: the file's text less its trailing line breaks (as the shell's
+ * `$(cat file)` reads it, so a file written by `echo` holds the value); undefined when `<NAME>_FILE` is unset. Only a
+ * regular file of at most SECRET_FILE_MAX_BYTES is read (a path to a device or a FIFO would block or never end), and a
+ * problem names the variable and the path, never the content.
+ */
+const readSecretFile = (env: Env, v: Variable<unknown>): string | undefined => {
+  const fileVariable = `${v.name}_FILE`;
+  const path = env[fileVariable];
+  if (path === undefined || path === '') return undefined;
+  const refuse = (problem: string): never => {
+    throw new ConfigError(
+      `${fileVariable}: ${problem}; for example ${fileVariable}=/run/secrets/${v.name.toLowerCase()}`,
+    );
+  };
+  if (env[v.name] !== undefined && env[v.name] !== '') refuse(`set ${v.name} or ${fileVariable}, not both`);
+  let fd: number | undefined;
+  try {
+    // Checked before opening too: opening a FIFO blocks until something writes to it.
+    if (!statSync(path).isFile()) refuse(`${JSON.stringify(path)} is not a regular file`);
+    fd = openSync(path, 'r');
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) refuse(`${JSON.stringify(path)} is not a regular file`);
+    if (stat.size > SECRET_FILE_MAX_BYTES) {
+      refuse(`${JSON.stringify(path)} holds ${stat.size} bytes, more than ${SECRET_FILE_MAX_BYTES}`);
+    }
+    const buffer = Buffer.alloc(stat.size);
+    let filled = 0;
+    for (let n = -1; n !== 0 && filled < buffer.length; filled += n) {
+      n = readSync(fd, buffer, filled, buffer.length - filled, filled);
+    }
+    const text = buffer
+      .subarray(0, filled)
+      .toString('utf8')
+      .replace(/(\r?\n)+$/, '');
+    if (text === '') refuse(`${JSON.stringify(path)} is empty`);
+    return text;
+  } catch (e) {
+    if (e instanceof ConfigError) throw e;
+    const code = (e as NodeJS.ErrnoException).code ?? 'unknown error';
+    return refuse(`cannot read ${JSON.stringify(path)} (${code})`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+};
+
 export const get = <A>(env: Env, v: Variable<A>): A => {
-  const raw = env[v.name];
+  const fromFile = v.secret === true ? readSecretFile(env, v) : undefined;
+  const raw = fromFile ?? env[v.name];
   if (raw === undefined || raw === '') return v.fallback;
   return pipe(
     v.read(raw),
     E.getOrElseW((problem) => {
+      if (fromFile !== undefined) {
+        throw new ConfigError(
+          `${v.name}_FILE: ${JSON.stringify(env[`${v.name}_FILE`])}: ${problem}; for example a file that holds ${v.example}`,
+        );
+      }
       const shown = v.secret ? '' : ` (got ${JSON.stringify(raw.length > 80 ? raw.slice(0, 80) + '…' : raw)})`;
       throw new ConfigError(`${v.name}: ${problem}${shown}; for example ${v.name}=${v.example}`);
     }),

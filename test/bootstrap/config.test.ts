@@ -1,7 +1,9 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, variables, type Env } from '../../bootstrap/config.js';
 import { distRoot } from '../support/process.js';
@@ -158,6 +160,73 @@ test('a secret value is never repeated in the error line', () => {
   const m2 = failure({ STORAGE: 'mongodb', MONGODB_URI: uri });
   assert.match(m2, /^MONGODB_URI: must be a mongodb:\/\/ or mongodb\+srv:\/\/ connection string; for example/);
   assert.not.ok(m2.includes('hunter2'));
+});
+
+/** Runs `body` with a fresh directory for secret files, removed after. */
+const withSecrets = (body: (file: (name: string, content: string) => string, dir: string) => void) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-secrets-'));
+  try {
+    body((name, content) => {
+      const path = join(dir, name);
+      writeFileSync(path, content);
+      return path;
+    }, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+};
+
+test('every secret variable may be given as <NAME>_FILE, the file read as `$(cat file)` reads it', () => {
+  withSecrets((file) => {
+    const uri = 'mongodb://plantstore:hunter2@mongo:27017/plantstore?replicaSet=rs0';
+    const tokens = [{ token: 'from-a-file', owner: 'acme', subject: 'ci', scopes: ['plants:read'] }];
+    const config = loadConfig({
+      STORAGE: 'mongodb',
+      MONGODB_URI_FILE: file('mongodb_uri', `${uri}\n`),
+      AUTH: 'redis',
+      REDIS_URL_FILE: file('redis_url', 'redis://plantstore:s3cret@redis:6379\r\n\n'),
+      AUTH_TOKENS_FILE: file('auth_tokens', JSON.stringify(tokens)),
+    });
+    assert.is(config.storage.kind === 'mongodb' && config.storage.uri, uri);
+    assert.is(config.auth.kind === 'redis' && config.auth.url, 'redis://plantstore:s3cret@redis:6379');
+    assert.is(config.rateLimit.redisUrl, 'redis://plantstore:s3cret@redis:6379');
+    const jwt = loadConfig({ AUTH: 'jwt', JWT_SECRET_FILE: file('jwt_secret', `${'k'.repeat(40)}\n`) });
+    assert.equal(jwt.auth.kind === 'jwt' && jwt.auth.key, { kind: 'secret', secret: 'k'.repeat(40) });
+    const fromFile = loadConfig({ AUTH_TOKENS_FILE: file('auth_tokens', JSON.stringify(tokens)) });
+    assert.is(fromFile.auth.kind === 'static' && fromFile.auth.tokens?.[0]?.owner, 'acme');
+    const secrets = Object.values(variables)
+      .filter((v) => 'secret' in v && v.secret)
+      .map((v) => v.name);
+    assert.equal(secrets.sort(), ['AUTH_TOKENS', 'JWT_SECRET', 'MONGODB_URI', 'REDIS_URL']);
+  });
+});
+
+test('a <NAME>_FILE that cannot be used names the variable and the path, never the content', () => {
+  withSecrets((file, dir) => {
+    const both = failure({ REDIS_URL: 'redis://a:6379', REDIS_URL_FILE: file('redis_url', 'redis://b:6379') });
+    assert.match(both, /^REDIS_URL_FILE: set REDIS_URL or REDIS_URL_FILE, not both; for example REDIS_URL_FILE=/);
+    const missing = join(dir, 'missing');
+    assert.is(
+      failure({ MONGODB_URI_FILE: missing }),
+      `MONGODB_URI_FILE: cannot read ${JSON.stringify(missing)} (ENOENT); for example MONGODB_URI_FILE=/run/secrets/mongodb_uri`,
+    );
+    assert.match(failure({ MONGODB_URI_FILE: dir }), /^MONGODB_URI_FILE: "[^"]+" is not a regular file; /);
+    assert.match(failure({ JWT_SECRET_FILE: file('empty', '\n') }), /^JWT_SECRET_FILE: "[^"]+" is empty; /);
+    const bad = failure({ MONGODB_URI_FILE: file('bad', 'mongodb//user:hunter2@host\n') });
+    assert.match(bad, /^MONGODB_URI_FILE: "[^"]+": must be a mongodb:\/\/ or mongodb\+srv:\/\/ connection string; /);
+    assert.not.ok(bad.includes('hunter2'));
+    const tokens = failure({ AUTH_TOKENS_FILE: file('tokens', '[{"token": "secret value with spaces"}]') });
+    assert.match(tokens, /^AUTH_TOKENS_FILE: "[^"]+": /);
+    assert.not.ok(tokens.includes('secret value'));
+  });
+});
+
+test('a <NAME>_FILE naming a FIFO is refused at once, not waited on', () => {
+  withSecrets((_file, dir) => {
+    const fifo = join(dir, 'fifo');
+    if (spawnSync('mkfifo', [fifo]).status !== 0) throw new Error('mkfifo failed');
+    assert.match(failure({ JWT_SECRET_FILE: fifo }), /^JWT_SECRET_FILE: "[^"]+" is not a regular file; /);
+  });
 });
 
 test('AUTH_TOKENS entries take a plain token or a sha256, an owner, a subject and scopes', () => {

@@ -2,8 +2,12 @@
 # Builds, into the local podman store, the images the container test needs and cannot pull (no container registry is
 # reachable in CI): a Debian bookworm base (debootstrap --variant=minbase, imported), Node.js 24 on it tagged
 # docker.io/library/node:24-slim so that the Dockerfile builds unchanged, and the images compose.offline.yaml puts in
-# place of mongo and redis: FerretDB (the binary scripts/install-ferretdb.sh builds) and Debian's redis-server.
-# An image already in the store is kept (delete it with `podman rmi` to rebuild it). Prints what it builds, timed.
+# place of mongo and redis: FerretDB (the binary scripts/install-ferretdb.sh builds) and Debian's redis-server. Those
+# two keep the contract compose.yaml relies on in the official images: the user 999 owns the data directories, and the
+# FerretDB one creates its root user from MONGO_INITDB_ROOT_USERNAME and MONGO_INITDB_ROOT_PASSWORD_FILE as mongo:8 does.
+# An image already in the store is kept (delete it with `podman rmi` to rebuild it): the stand-ins' tags carry a
+# version, raised with each change of their recipe so that a machine that built an older one builds the new one.
+# Prints what it builds, timed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
@@ -14,8 +18,8 @@ NPM_VERSION=11.17.0  # the npm that Node.js 24.19.0 ships with
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 BASE=localhost/plant-store-ci/bookworm:latest
 NODE=docker.io/library/node:24-slim
-REDIS=localhost/plant-store-ci/redis:latest
-FERRETDB=localhost/plant-store-ci/ferretdb:latest
+REDIS=localhost/plant-store-ci/redis:2   # the tags compose.offline.yaml names
+FERRETDB=localhost/plant-store-ci/ferretdb:2
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -68,6 +72,7 @@ redis_image() {
 FROM $BASE
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq --no-install-recommends redis-server >/dev/null \\
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb && redis-server --version
+RUN install -d -o 999 -g 999 /data
 WORKDIR /data
 CMD ["redis-server"]
 CONTAINERFILE
@@ -79,11 +84,26 @@ ferretdb_image() {
   [ -x "$bin" ] || { echo "images: $bin missing: run bash scripts/install-ferretdb.sh" >&2; return 1; }
   mkdir -p "$work/ferretdb"
   cp "$bin" "$work/ferretdb/ferretdb"
+  # mongo:8's entrypoint creates the root user from these variables on the first start, and turns authentication on;
+  # FerretDB does the same with its setup flags (skipped when the database exists) and new authentication.
+  cat >"$work/ferretdb/entrypoint.sh" <<'ENTRYPOINT'
+#!/bin/sh
+set -eu
+if [ -n "${MONGO_INITDB_ROOT_USERNAME:-}" ]; then
+  FERRETDB_SETUP_USERNAME=$MONGO_INITDB_ROOT_USERNAME
+  FERRETDB_SETUP_PASSWORD=$(cat "$MONGO_INITDB_ROOT_PASSWORD_FILE")
+  export FERRETDB_SETUP_USERNAME FERRETDB_SETUP_PASSWORD FERRETDB_SETUP_DATABASE=admin FERRETDB_TEST_ENABLE_NEW_AUTH=true
+fi
+exec /usr/local/bin/ferretdb "$@"
+ENTRYPOINT
   cat >"$work/ferretdb/Containerfile" <<CONTAINERFILE
 FROM $BASE
 COPY ferretdb /usr/local/bin/ferretdb
+COPY entrypoint.sh /usr/local/bin/ferretdb-entrypoint.sh
+RUN chmod 755 /usr/local/bin/ferretdb-entrypoint.sh && install -d -o 999 -g 999 /data /data/db /data/configdb
 ENV DO_NOT_TRACK=1
-ENTRYPOINT ["/usr/local/bin/ferretdb"]
+WORKDIR /data/db
+ENTRYPOINT ["/usr/local/bin/ferretdb-entrypoint.sh"]
 CONTAINERFILE
   podman build --quiet -t "$FERRETDB" "$work/ferretdb" >/dev/null
 }

@@ -255,7 +255,11 @@ try {
   {
     const store = openAdapter(RECHECK_MS);
     const counts = { stored: 0, unavailable: 0, other: 0, pages: 0, pagesUnavailable: 0 };
-    let storedUnguarded = 0;
+    /** Creates stored after the drop while no slot index was listed: admitted without the index guarding. */
+    let storedWhileMissing = 0;
+    /** The longest time after the drop without a stored create. */
+    let longestStall = 0;
+    let lastStoredAt = 0;
     let firstUnavailable: number | undefined;
     let backAt: number | undefined;
     let storedAgainAt: number | undefined;
@@ -276,9 +280,11 @@ try {
           } else if (outcome.right._tag === 'Inserted') {
             counts.stored++;
             if (droppedAt > 0) {
-              if (firstUnavailable === undefined) storedUnguarded++;
+              longestStall = Math.max(longestStall, at - Math.max(lastStoredAt, droppedAt));
+              if (listedAt === undefined) storedWhileMissing++;
               else storedAgainAt ??= at;
             }
+            lastStoredAt = at;
           } else counts.other++;
         }
       });
@@ -299,7 +305,7 @@ try {
       while (performance.now() - droppedAt < GIVE_UP_MS) {
         if (listedAt === undefined && (await slotIndexes()).length > 0) listedAt = performance.now();
         // Done once the index is back and creates are stored again (after their 503s, if there were any).
-        if (listedAt !== undefined && (firstUnavailable === undefined || storedAgainAt !== undefined)) {
+        if (storedAgainAt !== undefined) {
           backAt ??= performance.now();
           if (performance.now() - backAt > 1000) break;
         }
@@ -312,10 +318,10 @@ try {
         `  before the drop: ${before.stored} stored, ${before.unavailable} 503; after it (${((performance.now() - droppedAt) / 1000).toFixed(1)} s): ${counts.stored - before.stored} stored, ${counts.unavailable - before.unavailable} 503, ${counts.other} other`,
       );
       console.log(
-        `  first 503 after the drop: ${since(firstUnavailable)}; slot index listed again: ${since(listedAt)}; creates stored again: ${since(storedAgainAt)}`,
+        `  first 503 after the drop: ${since(firstUnavailable)}; slot index listed again: ${since(listedAt)}; first create stored after that: ${since(storedAgainAt)}; longest time without a stored create: ${(longestStall / 1000).toFixed(1)} s`,
       );
       console.log(
-        `  creates stored between the drop and the first 503 (the index not guarding): ${storedUnguarded}; pages: ${counts.pages}, of them 503: ${counts.pagesUnavailable}`,
+        `  creates stored while no slot index was listed (the index not guarding): ${storedWhileMissing}; pages after the drop: ${counts.pages - before.pages}, of them 503: ${counts.pagesUnavailable - before.pagesUnavailable}`,
       );
     } finally {
       stop = true;

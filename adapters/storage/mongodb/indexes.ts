@@ -26,6 +26,8 @@ const MEND_PARALLEL = 100;
 /** Mends of shared slots per build before the build gives up for its backoff (see `buildSlotIndex`). */
 const MEND_ROUNDS = 3;
 const INDEX_OPTIONS_CONFLICT = 85;
+/** The longest wait at random before a process builds the slot index (see `buildSlotIndex`). */
+const BUILD_JITTER_MS = 200;
 /** How long a build waits for another process's build of the slot index that is not listed yet (see `build`). */
 const OTHERS_BUILD_WAIT_MS = 60_000;
 
@@ -357,6 +359,16 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
 
   /** Mends the data, then builds the slot index (or finds another process's build in place). */
   const buildSlotIndex = async (): Promise<void> => {
+    // Processes notice a drop at about the same time (each within its check interval) and would each scan the
+    // collection to mend it: each waits a moment at random first, and only mends and builds if no other process's
+    // index is listed by then.
+    await new Promise((resolve) => setTimeout(resolve, randomInt(BUILD_JITTER_MS)));
+    const before = await inspect();
+    if (before.slots !== '') {
+      slotGeneration = before.slots;
+      options.onSlotsChanged();
+      return;
+    }
     const startedAt = performance.now();
     logger.info(
       { ...fields, index: SLOT_SPEC.name },
@@ -381,6 +393,8 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     let mends = 0;
     const othersBuildBy = Date.now() + OTHERS_BUILD_WAIT_MS;
     for (;;) {
+      // Built by another process meanwhile (say during this one's mend): that is as good.
+      if ((await inspect()).slots !== '') break;
       try {
         await collection.createIndex(SLOT_SPEC.key, { unique: true, name: slotName });
         break;

@@ -38,7 +38,7 @@ export interface MongoOptions {
   readonly slotLoadTimeoutMs?: number;
   /**
    * Bound on one step of the indexes' upkeep (indexes.ts: one round trip of an index build or of the mend's scan;
-   * default 60 s). The upkeep runs in the background on a connection pool of its own, whose socket timeout is this.
+   * default 120 s). The upkeep runs in the background on a connection pool of its own, whose socket timeout is this.
    */
   readonly indexStepMs?: number;
   /** Emit the driver's command monitoring events on `client` (tests count round trips with them). */
@@ -180,7 +180,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     monitorCommands: options.monitorCommands ?? false,
     appName: 'plant-store-slots',
   });
-  const stepMs = options.indexStepMs ?? 60_000;
+  const stepMs = options.indexStepMs ?? 120_000;
   const upkeepClient = new MongoClient(options.uri, {
     useBigInt64: true,
     serverSelectionTimeoutMS: timeoutMs,

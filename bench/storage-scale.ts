@@ -12,7 +12,7 @@
  *   pages: when the drop is noticed, when the index is listed again, when creates are stored again, and every
  *   outcome counted.
  * `--adapter` loads the adapter from another build's dist/ (say main before a change) to compare. `--smoke` seeds
- * 3,000 plants and shortens every wait (test/bench/storage-scale-smoke.test.ts runs it so, in seconds).
+ * 1,000 plants and shortens every wait (test/bench/storage-scale-smoke.test.ts runs it so, in seconds).
  */
 import { randomUUID } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
@@ -30,8 +30,8 @@ const arg = (name: string): string | undefined => {
 };
 const smoke = process.argv.includes('--smoke');
 const onPostgres = process.argv.includes('--postgres');
-const PLANTS = Number(arg('--plants') ?? (smoke ? 3000 : 120_000));
-const BIG = Number(arg('--big') ?? (smoke ? 1500 : 50_000));
+const PLANTS = Number(arg('--plants') ?? (smoke ? 1000 : 120_000));
+const BIG = Number(arg('--big') ?? (smoke ? 500 : 50_000));
 const RECHECK_MS = Number(arg('--recheck') ?? (smoke ? 200 : 5000));
 /** How long the drop scenario waits for creates to be stored again before it gives up (and says so). */
 const GIVE_UP_MS = smoke ? 20_000 : 120_000;
@@ -307,7 +307,7 @@ try {
         // Done once the index is back and creates are stored again (after their 503s, if there were any).
         if (storedAgainAt !== undefined) {
           backAt ??= performance.now();
-          if (performance.now() - backAt > 1000) break;
+          if (performance.now() - backAt > (smoke ? 200 : 1000)) break;
         }
         await new Promise((r) => setTimeout(r, 100));
       }

@@ -10,7 +10,7 @@ import type { Logger } from '../../../application/ports/logger.js';
 import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { attemptOfKeyPattern, ownerSlots, type SlotStore } from './owner-slots.js';
-import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, uniqueIndexes } from './indexes.js';
+import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, uniqueIndexes, type IndexNeed } from './indexes.js';
 
 export { INDEX_NAME, INDEX_SPECS, SLOT_INDEX_NAME };
 
@@ -36,6 +36,11 @@ export interface MongoOptions {
    * after it need its answer. It runs on a connection pool of its own, whose socket timeout is this bound.
    */
   readonly slotLoadTimeoutMs?: number;
+  /**
+   * Bound on one step of the indexes' upkeep (indexes.ts: one round trip of an index build or of the mend's scan;
+   * default 120 s). The upkeep runs in the background on a connection pool of its own, whose socket timeout is this.
+   */
+  readonly indexStepMs?: number;
   /** Emit the driver's command monitoring events on `client` (tests count round trips with them). */
   readonly monitorCommands?: boolean;
 }
@@ -175,6 +180,20 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     monitorCommands: options.monitorCommands ?? false,
     appName: 'plant-store-slots',
   });
+  const stepMs = options.indexStepMs ?? 120_000;
+  const upkeepClient = new MongoClient(options.uri, {
+    useBigInt64: true,
+    serverSelectionTimeoutMS: timeoutMs,
+    connectTimeoutMS: timeoutMs,
+    socketTimeoutMS: stepMs,
+    waitQueueTimeoutMS: stepMs,
+    maxPoolSize: 4,
+    retryReads: true,
+    retryWrites: true,
+    monitorCommands: options.monitorCommands ?? false,
+    appName: 'plant-store-indexes',
+  });
+  let upkeepConnected: Promise<unknown> | undefined;
   let loadConnected: Promise<unknown> | undefined;
   const loadCollection = loadClient.db(options.db).collection<PlantDocument>(COLLECTION);
   const writeConcern: WriteConcernSettings = {
@@ -243,9 +262,15 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     fullRecheckMs: options.fullRecheckMs ?? 1000,
   });
 
-  const index = uniqueIndexes(db.collection(COLLECTION), {
+  const index = uniqueIndexes(upkeepClient.db(options.db).collection(COLLECTION), {
     logger,
     namespace: `${options.db}.${COLLECTION}`,
+    connect: () =>
+      (upkeepConnected ??= upkeepClient.connect().catch((e: unknown) => {
+        upkeepConnected = undefined;
+        throw e;
+      })),
+    progressMs: 10_000,
     retryMinMs: options.indexRetryMs ?? 1000,
     retryMaxMs: 60_000,
     recheckMs: options.indexRecheckMs ?? 30_000,
@@ -255,25 +280,27 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
 
   let connected: Promise<unknown> | undefined;
   /**
-   * Connects once (a failed attempt is forgotten so the next call tries again), then makes sure of the unique indexes.
+   * Connects once (a failed attempt is forgotten so the next call tries again), then waits (within the call's deadline)
+   * until the unique indexes the operation needs are in place: `id` for pages, deletes and creates without a bound,
+   * `both` for creates under a bound and readiness (indexes.ts).
    * The explicit connect matters: when the driver's implicit first connect fails, its topology stays closed and
    * every later call fails with MongoTopologyClosedError even after the server is back. Once connected, the driver
    * reconnects by itself.
    */
-  const ensureReady = async (): Promise<void> => {
+  const ensureReady = async (need: IndexNeed, signal?: AbortSignal): Promise<void> => {
     connected ??= client.connect().catch((e: unknown) => {
       connected = undefined;
       throw e;
     });
     await connected;
-    await index.ensure();
+    await index.ready(need, signal);
   };
 
   const repository: PlantRepository = {
     insert: (owner, p, maxPlants = NO_PLANT_LIMIT) =>
       pipe(
         guarded(timeoutMs, async (call) => {
-          await ensureReady();
+          await ensureReady(maxPlants === NO_PLANT_LIMIT ? 'id' : 'both', call.signal);
           return slots.insert(owner, maxPlants, p, call.check, Date.now() + timeoutMs);
         }),
         // Concurrent creates of this owner kept taking the slots it chose: nothing stored, safe to retry.
@@ -282,7 +309,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
 
     page: (owner, after, limit) =>
       guarded(timeoutMs, async (call): Promise<PlantPage> => {
-        await ensureReady();
+        await ensureReady('id', call.signal);
         const filter = after === undefined ? { owner } : { owner, id: { $gt: after } };
         const docs = await collection
           .find(filter, { projection: PLANT_FIELDS, maxTimeMS, signal: call.signal })
@@ -299,7 +326,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     // plant created again under that id has another `_id` and is out of its reach. No step is sent after the deadline.
     remove: (owner, id) =>
       guarded(timeoutMs, async (call) => {
-        await ensureReady();
+        await ensureReady('id', call.signal);
         call.check();
         const found = await collection.findOne(
           { owner, id },
@@ -314,16 +341,18 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         return true;
       }),
 
+    // Ready: the server answers and both unique indexes are in place (a create under a bound can be served).
     ping: guarded(timeoutMs, async (call) => {
-      await ensureReady();
+      await ensureReady('id', call.signal);
       await db.command({ ping: 1 }, { signal: call.signal });
       await index.recheck();
+      await index.ready('both', call.signal);
     }),
   };
 
   // Start connecting now, without making start-up wait on it; failures show in /readyz and as 503s. An index the
   // server refuses has logged its own line.
-  void ensureReady().catch((e: unknown) => {
+  void ensureReady('both').catch((e: unknown) => {
     if (e instanceof IndexUnusable) return;
     logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'storage not reachable yet; will retry on demand');
   });
@@ -343,9 +372,10 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     // server). Operations still in flight fail with the driver's closed-client errors, which are 503s.
     close: async () => {
       clearInterval(recheckTimer);
+      index.stop();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all([client.close().catch(() => undefined), loadClient.close().catch(() => undefined)]),
+        Promise.all([client, loadClient, upkeepClient].map((c) => c.close().catch(() => undefined))),
         new Promise<void>((resolve) => {
           timer = setTimeout(resolve, Math.min(CLOSE_BOUND_MS, timeoutMs));
         }),

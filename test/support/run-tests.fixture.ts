@@ -3,7 +3,9 @@
  * test that fails between starting a service and stopping it does. `RUN_TESTS_FIXTURE` picks the case:
  * - `fails`: one test passes; the next starts a service (`runNode`) and a process of its own (a plain `spawn`, which
  *   no helper knows of), then fails an assertion;
- * - `leaves`: one test passes and leaves the same two running, and the test process ignores SIGTERM.
+ * - `leaves`: one test passes and leaves the same two running, and the test process ignores SIGTERM;
+ * - `quotes`: one test passes; the next fails with a message that quotes another run's totals (as a test of the runner
+ *   itself does), lines of the shape uvu's own totals have.
  * Each started process is announced on stdout as `fixture started <pid>`.
  */
 import { spawn } from 'node:child_process';
@@ -38,6 +40,12 @@ if (mode === 'leaves') {
     await startBoth();
     process.removeAllListeners('SIGTERM');
     process.on('SIGTERM', () => undefined);
+  });
+}
+
+if (mode === 'quotes') {
+  test('fails quoting totals', () => {
+    assert.is(1, 2, '\n  Total:     7\n  Passed:    7\n  Skipped:   0\n');
   });
 }
 

@@ -76,4 +76,10 @@ test('every test passes but one leaves processes, in a test process that ignores
   }
 });
 
+test('a failure whose message quotes totals of another run: the summary counts this run', async () => {
+  const run = await runFixture('quotes');
+  assert.is(run.last, '1 passed, 1 failed, 0 skipped', run.out);
+  assert.is(run.code, 1);
+});
+
 test.run();

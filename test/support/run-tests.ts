@@ -171,8 +171,10 @@ function finish(code: number | null, signal: NodeJS.Signals | null): void {
   if (finished) return;
   finished = true;
   clearTimeout(graceTimer);
+  // uvu's own totals close its output: the last match, since a test's output (a failure quoting another run, say)
+  // may hold lines of the same shape before them.
   const count = (label: string): number | undefined => {
-    const m = new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'm').exec(output);
+    const m = [...output.matchAll(new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'gm'))].at(-1);
     return m?.[1] === undefined ? undefined : Number(m[1]);
   };
   const total = count('Total');

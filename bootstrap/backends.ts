@@ -103,7 +103,7 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
         } catch {
           // The driver's parse error may quote the URI, credentials included: say only what is wrong.
           throw new ConfigError(
-            'MONGODB_URI: is not a valid MongoDB connection string; for example MONGODB_URI=mongodb://127.0.0.1:27017',
+            'MONGODB_URI (or the file MONGODB_URI_FILE names): is not a valid MongoDB connection string; for example MONGODB_URI=mongodb://127.0.0.1:27017',
           );
         }
         closers.push(store.close);

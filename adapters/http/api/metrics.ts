@@ -53,19 +53,19 @@ export const metricsServer = (
 ): Server =>
   createHttpServer((req, res) => {
     const headers: Record<string, string> = {
-      'x-request-id': requestIdFrom(req.headers['x-request-id']),
-      'cache-control': 'no-store',
-      'x-content-type-options': 'nosniff',
+      'X-Request-Id': requestIdFrom(req.headers['x-request-id']),
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
     };
     const reply = (status: number, type: string, body: string, extra: Record<string, string> = {}) => {
-      res.writeHead(status, { ...headers, ...extra, 'content-type': type, 'content-length': Buffer.byteLength(body) });
+      res.writeHead(status, { ...headers, ...extra, 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
       res.end(body);
     };
     const json = 'application/json; charset=utf-8';
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics') return reply(404, json, errorBody(404, 'no such resource; this port serves /metrics'));
     if (req.method !== 'GET' && req.method !== 'HEAD')
-      return reply(405, json, errorBody(405, 'method not allowed here; use GET, HEAD'), { allow: 'GET, HEAD' });
+      return reply(405, json, errorBody(405, 'method not allowed here; use GET, HEAD'), { Allow: 'GET, HEAD' });
     exposition.scrape().then(
       (text) => reply(200, exposition.contentType, text),
       () => reply(500, json, errorBody(500, 'internal error')),

@@ -118,8 +118,8 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
     // The socket too: one destroyed by the shutdown's cut is not yet reported on the response (its 'close' comes later).
     if (res.destroyed || req.socket.destroyed) return closed(req, res, caller, status);
     // One flat header list and one writeHead: cheaper than a setHeader per field.
-    const fields: string[] = ['x-request-id', req.id, 'x-content-type-options', 'nosniff'];
-    if (headers?.['cache-control'] === undefined) fields.push('cache-control', 'no-store');
+    const fields: string[] = ['X-Request-Id', req.id, 'X-Content-Type-Options', 'nosniff'];
+    if (headers?.['Cache-Control'] === undefined) fields.push('Cache-Control', 'no-store');
     if (cors !== undefined) cors.addResponseFields(req.headers.origin, fields);
     if (caller?.rate !== undefined) {
       const rate = rateLimitHeaders(caller.rate);
@@ -129,8 +129,8 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
     if (body === undefined) res.writeHead(status, fields).end();
     else {
       const bytes = typeof body === 'string' && body.length > ENCODE_ABOVE ? Buffer.from(body) : body;
-      if (headers?.['content-type'] === undefined) fields.push('content-type', JSON_TYPE);
-      fields.push('content-length', String(Buffer.byteLength(bytes)));
+      if (headers?.['Content-Type'] === undefined) fields.push('Content-Type', JSON_TYPE);
+      fields.push('Content-Length', String(Buffer.byteLength(bytes)));
       res.writeHead(status, fields).end(bytes);
     }
     const ms = performance.now() - req.startedAt;

@@ -25,6 +25,6 @@ export const listPlantsHandler =
       plantsJson(plants),
       next === undefined
         ? undefined
-        : { link: `</plants?limit=${next.limit}&cursor=${encodeCursor(next.after)}>; rel="next"` },
+        : { Link: `</plants?limit=${next.limit}&cursor=${encodeCursor(next.after)}>; rel="next"` },
     );
   };

@@ -28,7 +28,7 @@ export const openApiHandler =
 export const metricsHandler =
   (endpoint: MetricsExposition, { ok }: Responder): Handler =>
   async (req, res) => {
-    ok(req, res, undefined, await endpoint.scrape(), { 'content-type': endpoint.contentType });
+    ok(req, res, undefined, await endpoint.scrape(), { 'Content-Type': endpoint.contentType });
   };
 
 type Docs = ReturnType<typeof docsSite>;

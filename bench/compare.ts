@@ -27,6 +27,8 @@ if (targets.length < 2) throw new Error('usage: compare.js <A> <B> [<C> ...] [ge
 
 const children: ChildProcess[] = [];
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+// Stopped by a signal: 'exit' then runs too, so the servers it started go with it.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
 
 interface Target {
   readonly name: string;

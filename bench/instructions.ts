@@ -34,6 +34,7 @@ process.on('exit', () => {
   children.forEach((c) => c.kill('SIGKILL'));
   rmSync(workDir, { recursive: true, force: true });
 });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
 
 const port = await freePort();
 const server = spawn(

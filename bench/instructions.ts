@@ -2,8 +2,10 @@
  * `node dist/bench/instructions.js get|post <target> [requests] [warm-up requests]`: instructions per request of one
  * server, counted by valgrind's callgrind (user space only, every thread; the kernel's part, the syscalls, is not
  * counted). A target is a build of the service (a `dist/` folder) or a reference server (a `.mjs` file), as for
- * compare.js. Unlike CPU time, an instruction count hardly moves with what else the machine is doing, so two builds can
- * be compared on a busy machine to within about 1%: this is the before/after figure for a change on one path.
+ * compare.js. An instruction count moves less than CPU time with what else the machine is doing, but not nothing: on
+ * 2026-11-24, with the machine's load changing between 6 and 18, runs of one build differed by 3% at one connection
+ * and by up to 25% between runs at different loads (V8's concurrent GC threads and time-based work, and how many
+ * requests share a turn of the event loop): repeat a count, and compare builds counted at the same time.
  *
  * The server runs under callgrind with instrumentation off (about 5x slower than native) while it is seeded with
  * 1,000 plants and warmed (the JIT compiles what the load runs hot); then counting is switched on for exactly

@@ -19,8 +19,11 @@ export type { RateDecision };
  */
 export interface Application {
   readonly authenticate: (token: string) => TaskEither<InvalidToken | AuthUnavailable, Principal>;
-  /** Charges a request to the principal's rate allowance; `none` when no limit applies or none could be decided. */
-  readonly admit: (principal: Principal) => TaskEither<RateLimited, O.Option<RateDecision>>;
+  /**
+   * Charges a request to the principal's rate allowance; `none` when none could be decided. Absent when rate limiting
+   * is off, so that no request pays for a call that decides nothing.
+   */
+  readonly admit?: (principal: Principal) => TaskEither<RateLimited, O.Option<RateDecision>>;
   readonly createPlant: (principal: Principal, candidate: Plant) => TaskEither<CreatePlantError, CreatedPlant>;
   readonly listPlants: (principal: Principal, query: ListPlantsQuery) => TaskEither<ListPlantsError, PlantListPage>;
   readonly deletePlant: (principal: Principal, id: PlantId) => TaskEither<DeletePlantError, void>;

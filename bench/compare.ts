@@ -1,38 +1,54 @@
 /**
- * `node dist/bench/compare.js <distA> <distB> [get|post|both] [rounds] [seconds]`: two builds of the service (two
- * `dist/` folders, say before and after a change) side by side on this machine, driven alternately (A B A B) like
- * the benchmark's service and floor, and compared by server CPU per request (the process's own CPU time over the
- * requests served) and req/s, with medians. This is how each optimization's effect was measured.
+ * `node dist/bench/compare.js <A> <B> [<C> ...] [get|post|both] [rounds] [seconds]`: servers side by side on this
+ * machine, driven in turn round by round (A B C A B C ...), and compared by server CPU per request (the process's own
+ * CPU time over the requests served) and req/s, with medians. A target is a build of the service (a `dist/` folder:
+ * its bootstrap/main.js runs as the bench runs it) or a reference server (a `.mjs` file, such as
+ * ../shared/bench/contract-floor-server.mjs or a Fastify peer's server.mjs, run with PORT, HOST, AUTH_TOKENS and
+ * PROJECT, this project, from which the contract floor loads pino). Each target after the first is compared with A:
+ * per round, B/A of the CPU per request, and the median of those ratios (steadier than the ratio of medians on a busy
+ * machine, where a round's load touches every server of the round alike).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join, resolve } from 'node:path';
-import { dirname } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../harness/servers.js';
 import { cpuSecondsOf } from './cpu.js';
 import { serviceEnv, TOKEN } from './service-env.js';
 
-const [distA, distB] = [resolve(process.argv[2] ?? ''), resolve(process.argv[3] ?? '')];
-const which = process.argv[4] ?? 'both';
-const rounds = Number(process.argv[5] ?? 5);
-const seconds = Number(process.argv[6] ?? 5);
+const args = process.argv.slice(2);
+const firstOption = args.findIndex((a) => /^(get|post|both|\d+(\.\d+)?)$/.test(a));
+const targets = (firstOption < 0 ? args : args.slice(0, firstOption)).map((t) => resolve(t));
+const [which = 'both', roundsArg = '5', secondsArg = '5'] = firstOption < 0 ? [] : args.slice(firstOption);
+const rounds = Number(roundsArg);
+const seconds = Number(secondsArg);
 const here = join(dirname(fileURLToPath(import.meta.url)), '..');
+const project = resolve(here, '..');
+if (targets.length < 2) throw new Error('usage: compare.js <A> <B> [<C> ...] [get|post|both] [rounds] [seconds]');
 
 const children: ChildProcess[] = [];
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+// Stopped by a signal: 'exit' then runs too, so the servers it started go with it.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
 
-const start = async (dist: string) => {
+interface Target {
+  readonly name: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+}
+
+const start = async (target: string, name: string): Promise<Target> => {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(dist, 'bootstrap/main.js')], {
-    env: { PATH: process.env['PATH'] ?? '', ...serviceEnv(port) },
+  const reference = target.endsWith('.mjs');
+  const child = spawn(process.execPath, [reference ? target : join(target, 'bootstrap/main.js')], {
+    env: { PATH: process.env['PATH'] ?? '', ...serviceEnv(port), PROJECT: project },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(child);
   for (let i = 0; ; i++) {
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).status < 500) break;
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).status < 600) break;
     } catch {
-      if (i > 100) throw new Error(`${dist} did not start`);
+      if (i > 100) throw new Error(`${target} did not start`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -42,13 +58,13 @@ const start = async (dist: string) => {
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: `{"id":${id},"name":"plant ${id}","tag":"seed"}`,
     });
-    if (res.status !== 200) throw new Error(`seeding answered ${res.status}`);
+    if (res.status !== 200) throw new Error(`seeding ${target} answered ${res.status}`);
     await res.arrayBuffer();
   }
-  return { port, child };
+  return { name, port, child };
 };
 
-const drive = (server: { port: number; child: ChildProcess }, method: 'GET' | 'POST', secs: number, firstId: number) =>
+const drive = (server: Target, method: 'GET' | 'POST', secs: number, firstId: number) =>
   new Promise<{ rps: number; cpuUs: number; bad: number }>((resolveLoad, reject) => {
     const spec = {
       url: `http://127.0.0.1:${server.port}${method === 'GET' ? '/plants?limit=20' : '/plants'}`,
@@ -72,39 +88,44 @@ const drive = (server: { port: number; child: ChildProcess }, method: 'GET' | 'P
     });
   });
 
-const median = (xs: number[]) => {
+const median = (xs: readonly number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
-const a = await start(distA);
-const b = await start(distB);
-console.log(`A ${distA}\nB ${distB}\n${rounds} rounds of ${seconds} s, 32 connections, alternating`);
-for (const method of which === 'both'
-  ? (['GET', 'POST'] as const)
-  : which === 'post'
-    ? (['POST'] as const)
-    : (['GET'] as const)) {
-  await drive(a, method, 2, 900_000_000);
-  await drive(b, method, 2, 900_000_000);
-  const cpu: [number[], number[]] = [[], []];
+const names = targets.map((_, i) => String.fromCharCode(65 + i));
+const servers: Target[] = [];
+for (const [i, target] of targets.entries()) servers.push(await start(target, names[i] as string));
+for (const [i, target] of targets.entries()) console.log(`${names[i]} ${target}`);
+console.log(`${rounds} rounds of ${seconds} s, 32 connections, in turn`);
+const methods =
+  which === 'both' ? (['GET', 'POST'] as const) : which === 'post' ? (['POST'] as const) : (['GET'] as const);
+for (const method of methods) {
+  for (const server of servers) await drive(server, method, 2, 900_000_000);
+  const cpu = servers.map((): number[] => []);
   for (let round = 1; round <= rounds; round++) {
-    const ra = await drive(a, method, seconds, 1_000_000_000 * round);
-    const rb = await drive(b, method, seconds, 1_000_000_000 * round);
-    cpu[0].push(ra.cpuUs);
-    cpu[1].push(rb.cpuUs);
+    const line: string[] = [];
+    for (const [i, server] of servers.entries()) {
+      const r = await drive(server, method, seconds, 1_000_000_000 * round);
+      cpu[i]?.push(r.cpuUs);
+      line.push(
+        `${server.name} ${r.cpuUs.toFixed(1)} µs/req ${r.rps.toFixed(0)} req/s${r.bad ? ` (${r.bad} bad)` : ''}`,
+      );
+    }
+    console.log(`  ${method} round ${round}: ${line.join('   ')}`);
+  }
+  const [first = [], ...rest] = cpu;
+  console.log(
+    `  ${method} median cpu: ${cpu.map((c, i) => `${names[i]} ${median(c).toFixed(1)} µs`).join(', ')}; best: ${cpu.map((c, i) => `${names[i]} ${Math.min(...c).toFixed(1)}`).join(', ')}`,
+  );
+  for (const [j, c] of rest.entries()) {
+    const ratios = c.map((x, round) => x / (first[round] as number));
     console.log(
-      `  ${method} round ${round}: A ${ra.cpuUs.toFixed(1)} µs/req ${ra.rps.toFixed(0)} req/s${ra.bad ? ` (${ra.bad} bad)` : ''}   B ${rb.cpuUs.toFixed(1)} µs/req ${rb.rps.toFixed(0)} req/s${rb.bad ? ` (${rb.bad} bad)` : ''}`,
+      `  ${method} ${names[j + 1]}/A (${basename(targets[j + 1] as string)} / ${basename(targets[0] as string)}): ` +
+        `median of rounds' ratios ${median(ratios).toFixed(2)} (range ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}), ` +
+        `ratio of medians ${(median(c) / median(first)).toFixed(2)}, ${names[j + 1]}-A ${(median(c) - median(first)).toFixed(1)} µs`,
     );
   }
-  const [ma, mb] = [median(cpu[0]), median(cpu[1])];
-  const [ba, bb] = [Math.min(...cpu[0]), Math.min(...cpu[1])];
-  console.log(
-    `  ${method} best cpu (least disturbed by other load): A ${ba.toFixed(1)} µs, B ${bb.toFixed(1)} µs, B-A ${(bb - ba).toFixed(1)} µs`,
-  );
-  console.log(
-    `  ${method} median cpu: A ${ma.toFixed(1)} µs, B ${mb.toFixed(1)} µs, B-A ${(mb - ma).toFixed(1)} µs (${((100 * (mb - ma)) / ma).toFixed(0)} %)`,
-  );
 }
 process.exit(0);

@@ -1,5 +1,7 @@
 /**
- * `node dist/bench/profile.js get|post [seconds] [--floor] [--cpu-prof]`: where the service's CPU goes per request.
+ * `node dist/bench/profile.js get|post [seconds] [--floor] [--cpu-prof] [--dist <dir>]`: where the service's CPU goes
+ * per request. `--dist` profiles another build of the service (a `dist/` folder, say main's, for a before and after)
+ * with this build's stages and load.
  * Starts the service as the benchmark does (bootstrap/main.js, memory storage, a static token, pino at info to
  * /dev/null, metrics on), seeds it with 1,000 plants, warms it, drives one route with the benchmark's load generator
  * (32 connections), and prints the process's CPU per request over the load (from /proc) split by stage, plus the
@@ -15,7 +17,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../harness/servers.js';
 import { cpuSecondsOf } from './cpu.js';
@@ -27,6 +29,9 @@ const floor = process.argv.includes('--floor');
 const hasPerf = spawnSync('perf', ['--version']).status === 0;
 const usePerf = hasPerf && !process.argv.includes('--cpu-prof');
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..');
+const distAt = process.argv.indexOf('--dist');
+const profiled =
+  distAt > 0 && process.argv[distAt + 1] !== undefined ? resolve(process.argv[distAt + 1] as string) : dist;
 
 /** Stages, tried on each frame (its function name and file, or its symbol and object) from the leaf up. */
 const STAGES: ReadonlyArray<readonly [string, RegExp]> = [
@@ -34,21 +39,27 @@ const STAGES: ReadonlyArray<readonly [string, RegExp]> = [
     'garbage collection',
     /\(garbage collector\)|v8::internal::(Heap|Scavenger|MarkCompact|ConcurrentMarking|Sweeper|MinorMarkCompact|GCTracer)|ScavengeObject|Builtins_RecordWrite/,
   ],
-  ['log line (pino, sonic-boom)', /node_modules\/(pino|sonic-boom|quick-format|fast-redact|@pinojs)/],
+  [
+    'log line (pino, its destination)',
+    /node_modules\/(pino|sonic-boom|quick-format|fast-redact|@pinojs)|bootstrap\/logger/,
+  ],
   ['metrics (prom-client, observed backends)', /node_modules\/(prom-client|tdigest|bintrees)|observability\//],
   ['routing, URL and query (polka)', /node_modules\/(polka|@polka|trouter|regexparam)|node:querystring/],
   ['io-ts, fp-ts', /node_modules\/(io-ts|fp-ts)/],
   ['edge: server limits, dispatch, request id', /internal\/crypto\/random/],
   ['token hashing and lookup', /static-token-verifier|node:crypto|internal\/crypto/],
   ['storage (memory, sorted-btree)', /memory-plant-repository|sorted-btree/],
-  ['JSON body (read, pre-scan, parse)', /adapters\/http\/(json|body)\.js|lossless-json|internal\/encoding/],
-  ['field rules, codecs, cursor', /adapters\/http\/(codecs|cursor)\.js|\/domain\//],
+  [
+    'JSON body (read, pre-scan, parse)',
+    /adapters\/http\/formats\/(json|json-text|body)\.js|lossless-json|internal\/encoding/,
+  ],
+  ['field rules, codecs, cursor', /adapters\/http\/formats\/(codecs|cursor)\.js|\/domain\//],
   ['serialization (plant JSON)', /plant-json/],
-  ['response: headers, writeHead (ours)', /adapters\/http\/(respond|failures)\.js/],
-  ['auth pipeline, use cases, handlers', /adapters\/http\/(pipeline|auth|handlers\/)|\/application\/|build-app/],
+  ['response: headers, writeHead (ours)', /adapters\/http\/api\/(respond|failures|cors)\.js/],
+  ['auth pipeline, use cases, handlers', /adapters\/http\/api\/(pipeline|auth|handlers\/)|\/application\/|build-app/],
   [
     'edge: server limits, dispatch, request id',
-    /adapters\/http\/(server|app|request-id|exact-dispatch)\.js|bootstrap\/main/,
+    /adapters\/http\/(transport\/|api\/(app|exact-dispatch|metrics)\.js)|bootstrap\/main/,
   ],
   [
     'socket I/O (net, streams, syscalls)',
@@ -188,7 +199,7 @@ const run = async () => {
     [
       ...flags,
       ...extra,
-      ...(floor ? [join(dist, 'bench/floor-server.js'), String(port), TOKEN] : [join(dist, 'bootstrap/main.js')]),
+      ...(floor ? [join(dist, 'bench/floor-server.js'), String(port), TOKEN] : [join(profiled, 'bootstrap/main.js')]),
     ],
     {
       env: {

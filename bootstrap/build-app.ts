@@ -1,6 +1,4 @@
 import type { Server } from 'node:http';
-import * as O from 'fp-ts/lib/Option.js';
-import * as TE from 'fp-ts/lib/TaskEither.js';
 import { createHttpApp, type HttpSettings } from '../adapters/http/api/app.js';
 import { exactDispatch } from '../adapters/http/api/exact-dispatch.js';
 import { boundedMethods } from '../adapters/http/api/metrics.js';
@@ -35,10 +33,7 @@ export type ApplicationSettings = CreatePlantSettings & {
 /** The composition root of the application: every use case bound to its ports. */
 export const buildApplication = (ports: Ports & ApplicationSettings): Application => ({
   authenticate: authenticate(ports),
-  admit:
-    ports.limiter === undefined
-      ? () => TE.right(O.none)
-      : admitRequest({ limiter: ports.limiter, logger: ports.logger }),
+  ...(ports.limiter === undefined ? {} : { admit: admitRequest({ limiter: ports.limiter, logger: ports.logger }) }),
   createPlant: createPlant(ports),
   listPlants: listPlants(ports),
   deletePlant: deletePlant(ports),

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import polka, { type Request } from 'polka';
 import { suite } from 'uvu';
@@ -29,6 +29,14 @@ const app = polka({
   })
   .get(/^\/next$/, (_req, _res, next) => void next())
   .get(/^\/any-x/, (req, res) => void res.end(`prefix ${req.path}`));
+
+/** Every route lookup, polka's own included: each request is routed once. */
+let finds = 0;
+const find = app.find.bind(app);
+app.find = (method, path) => {
+  finds += 1;
+  return find(method, path);
+};
 
 let server: Server;
 let base = '';
@@ -72,6 +80,53 @@ test('parameter routes, unmatched paths and other spellings are polka’s own an
   assert.is(await call('GET', '/nope'), '404 no match');
   assert.is(await call('GET', '/A'), '404 no match');
   assert.is(await call('GET', '/a/'), '404 no match');
+});
+
+test('a parameter route, an unmatched path and an exact one are each routed once per request', async () => {
+  for (const [method, path, answer] of [
+    ['GET', '/b/7', '200'],
+    ['GET', '/nope', '404'],
+    ['DELETE', '/b/7', '404'],
+    ['GET', '/a', '200'],
+  ] as const) {
+    for (let i = 0; i < 3; i++) {
+      const before = finds;
+      assert.ok((await call(method, path)).startsWith(answer));
+      assert.ok(finds - before <= 1, `${method} ${path}: routed ${finds - before} times`);
+    }
+  }
+});
+
+/** node:http sends a path as given, a fragment too (fetch drops it). */
+const callRaw = (path: string) =>
+  new Promise<string>((resolve, reject) => {
+    request(`${base}${path}`, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve(`${res.statusCode} ${text}`));
+    })
+      .on('error', reject)
+      .end();
+  });
+
+test('a percent-encoded parameter is decoded and a fragment dropped, as polka does', async () => {
+  assert.is(
+    await call('GET', '/b/x%20y?q=1'),
+    `200 GET b ${JSON.stringify({ path: '/b/x%20y', search: '?q=1', params: { id: 'x y' }, url: '/b/x%20y?q=1' })}`,
+  );
+  assert.is(
+    await call('GET', '/b/%E0%A4%A?q=1'),
+    `200 GET b ${JSON.stringify({ path: '/b/%E0%A4%A', search: '?q=1', params: { id: '%E0%A4%A' }, url: '/b/%E0%A4%A?q=1' })}`,
+  );
+  assert.is(
+    await callRaw('/b/7?q=1#top'),
+    `200 GET b ${JSON.stringify({ path: '/b/7', search: '?q=1', params: { id: '7' }, url: '/b/7?q=1' })}`,
+  );
+  assert.is(
+    await callRaw('/a#top?x'),
+    `200 GET a ${JSON.stringify({ path: '/a', search: '', params: {}, url: '/a' })}`,
+  );
 });
 
 test('past the remembered bound, requests still get polka’s answer', async () => {

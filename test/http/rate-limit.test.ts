@@ -75,6 +75,20 @@ for (const limiter of limiters) {
     }
   });
 
+  test('an admitted request refused later (400, 403 scope) still carries its RateLimit fields', async (ctx) => {
+    const svc = await startService({ limiter: limiterOf(ctx, 5) });
+    try {
+      const bad = await svc.call('GET', '/plants?limit=0', { token: svc.token.alice });
+      assert.is(bad.status, 400);
+      assert.is(bad.headers.get('ratelimit-remaining'), '4');
+      const scope = await svc.call('POST', '/plants', { token: svc.token.aliceReader, body: '{"id":1,"name":"x"}' });
+      assert.is(scope.status, 403);
+      assert.is(scope.headers.get('ratelimit-limit'), '5');
+    } finally {
+      await svc.close();
+    }
+  });
+
   test('limits are per principal, and unauthenticated requests are not counted against anyone', async (ctx) => {
     const svc = await startService({ limiter: limiterOf(ctx, 1) });
     try {

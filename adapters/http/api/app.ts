@@ -62,20 +62,20 @@ export const createHttpApp = (app: Application, settings: HttpSettings) => {
   const methodNotAllowed = (path: string, allow: string) =>
     named(`* ${path}`, (req, res) => {
       const preflight = req.method === 'OPTIONS' ? cors?.preflight(req.headers, allow) : undefined;
-      if (preflight === undefined) return respond.fail(req, res, { _tag: 'MethodNotAllowed', allow });
+      if (preflight === undefined) return respond.fail(req, res, undefined, { _tag: 'MethodNotAllowed', allow });
       req.route = `OPTIONS ${path}`;
-      respond.send(req, res, 204, undefined, preflight);
+      respond.send(req, res, undefined, 204, undefined, preflight);
     });
 
   const openApiJson = stringify(openApiDocument({ bodyLimit })) as string;
   const docs = docsSite();
 
   const routes = polka({
-    onNoMatch: (req, res) => respond.fail(exchangeOf(req, 'unknown'), res, { _tag: 'RouteNotFound' }),
+    onNoMatch: (req, res) => respond.fail(exchangeOf(req, 'unknown'), res, undefined, { _tag: 'RouteNotFound' }),
     onError: (err, req, res) => {
       const exchange = exchangeOf(req, (req as Partial<Exchange>).route ?? 'unknown');
       logger.error({ reqId: exchange.id, err }, 'unexpected fault');
-      respond.fail(exchange, res, { _tag: 'InternalError' });
+      respond.fail(exchange, res, undefined, { _tag: 'InternalError' });
     },
   })
     .get(HEALTHZ, named('GET /healthz', healthHandler(respond)))

@@ -37,18 +37,18 @@ export const corsPolicy = (origins: '*' | readonly string[]): CorsPolicy => {
     addResponseFields: (origin, fields) => {
       // With `*` too: the CORS fields are sent only to requests with an Origin, so a cache that kept an answer to a
       // request without one (a docs file is `public`) would serve it to a cross-origin request, which then fails.
-      fields.push('vary', 'Origin');
+      fields.push('Vary', 'Origin');
       const allow = allowOrigin(origin);
       if (allow === undefined) return;
-      fields.push('access-control-allow-origin', allow, 'access-control-expose-headers', CORS_EXPOSED_HEADERS);
+      fields.push('Access-Control-Allow-Origin', allow, 'Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
     },
     preflight: (headers, allow) => {
       if (allowOrigin(headers.origin) === undefined || headers['access-control-request-method'] === undefined)
         return undefined;
       return {
-        'access-control-allow-methods': allow,
-        'access-control-allow-headers': CORS_ALLOWED_HEADERS,
-        'access-control-max-age': String(CORS_MAX_AGE_SECONDS),
+        'Access-Control-Allow-Methods': allow,
+        'Access-Control-Allow-Headers': CORS_ALLOWED_HEADERS,
+        'Access-Control-Max-Age': String(CORS_MAX_AGE_SECONDS),
       };
     },
   };

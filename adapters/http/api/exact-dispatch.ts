@@ -2,62 +2,40 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { IError, Middleware, Polka, Request } from 'polka';
 
 /**
- * Exact (method, path) pairs remembered at most; past it, requests still go through polka, just without the shortcut.
+ * Exact (method, path) pairs remembered at most; past it, requests are still routed, just looked up each time.
  * Room for every method Node's parser accepts (34) on every exact route (8 today): a client that sends odd methods
  * first cannot keep `GET /plants` off the shortcut.
  */
 const MAX_REMEMBERED = 1024;
 
+/** The params of a route without parameters: never written to by a handler, so one object serves every request. */
+const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 /**
- * A shortcut in front of polka's own dispatch, for requests to a path that polka routes without parameters
- * (`/plants`, `/healthz`, ...). polka stays the router: what runs for a method and path is what polka's `find` answers
- * for them, asked once and remembered. What the shortcut saves per request is the rest of polka's handler: parsing
- * the query string into `req.query` (querystring), testing the request against every route's pattern in turn, and
- * the promise per handler step. Everything else is as polka does it: `req.path`, `req.url`, `req.originalUrl`,
- * `req.search` and `req.params` (empty) are set, the route's handlers run in order through `next`, then `onNoMatch`;
- * an error thrown or rejected goes to polka's `onError`. `req.query` is not parsed on the shortcut (no exact route
- * reads it: GET /plants reads the whole of `req.search`, see codecs.ts).
+ * polka's dispatch, with each request routed once and exact routes remembered. polka stays the router: what runs for
+ * a method and path is what polka's `find` answers for them, then polka's `onNoMatch`, and an error thrown or rejected
+ * goes to polka's `onError`, as in polka's own handler. For a path that polka routes without parameters (`/plants`,
+ * `/healthz`, ...) the answer is asked once and remembered (at most MAX_REMEMBERED pairs, so hostile paths cannot grow
+ * the memory); any other path (`/plants/{id}`, one no route matches) is asked once per request, and that one answer is
+ * what runs.
  *
- * Everything polka answers differently is left to polka: a path with a fragment, a path with route parameters, one
- * that no route matches, and any pair beyond MAX_REMEMBERED (so hostile paths cannot grow the memory).
+ * What it saves per request, against polka's handler: parsing the query string into `req.query` (querystring: no
+ * route reads it; GET /plants reads the whole of `req.search`, see codecs.ts), testing the request against every
+ * route's pattern in turn (exact routes), and the promise per handler step. The request fields are polka's:
+ * `req.path`, `req.search`, `req.url` and `req.originalUrl` (without a fragment), and `req.params` (percent-decoded
+ * where the path has a `%`, as polka decodes them).
  *
- * Why it stays beside polka: measured side by side against polka's own handler (bench/compare, 5 rounds of 4 s,
- * 2026-11-23, server CPU per request, medians): GET /plants?limit=20 36.0 -> 42.0 µs without it (+17%), POST /plants
- * 35.8 -> 38.6 µs (+8%). It uses polka's public `find`, `handler`, `onError` and `onNoMatch` only; test/http/
- * exact-dispatch.test.ts checks it answers as polka does.
+ * Why it stays beside polka's handler: measured side by side against it (bench/compare, 5 rounds of 4 s, 2026-11-23,
+ * server CPU per request, medians): GET /plants?limit=20 36.0 -> 42.0 µs without it (+17%), POST /plants 35.8 ->
+ * 38.6 µs (+8%). It uses polka's public `find`, `onError` and `onNoMatch` only; test/http/exact-dispatch.test.ts
+ * checks it answers as polka does, and routes each request once.
  */
 export const exactDispatch = <T extends Request>(app: Polka<T>) => {
   /** method → path → the route's handlers followed by onNoMatch, as polka would run them. */
   const remembered = new Map<string, Map<string, ReadonlyArray<Middleware<T>>>>();
   let size = 0;
 
-  const lookup = (method: string, path: string): ReadonlyArray<Middleware<T>> | undefined => {
-    const byPath = remembered.get(method);
-    const known = byPath?.get(path);
-    if (known !== undefined || size >= MAX_REMEMBERED) return known;
-    const found = app.find(method as Parameters<Polka<T>['find']>[0], path);
-    if (found.handlers.length === 0 || Object.keys(found.params).length > 0) return undefined;
-    const chain = [...found.handlers, app.onNoMatch];
-    if (byPath === undefined) remembered.set(method, new Map([[path, chain]]));
-    else byPath.set(path, chain);
-    size += 1;
-    return chain;
-  };
-
-  return (incoming: IncomingMessage, res: ServerResponse): void => {
-    const req = incoming as T;
-    const url = req.url;
-    const query = url.indexOf('?');
-    const path = query < 0 ? url : url.slice(0, query);
-    const chain = url.indexOf('#') < 0 ? lookup(req.method, path) : undefined;
-    if (chain === undefined) {
-      void app.handler(req, res, undefined as never);
-      return;
-    }
-    req.path = path;
-    req.search = query < 0 ? '' : url.slice(query);
-    req.originalUrl = req.originalUrl || url;
-    req.params = {};
+  const run = (req: T, res: ServerResponse, chain: ReadonlyArray<Middleware<T>>): void => {
     let step = 0;
     const next = (err?: string | IError): void => {
       if (err !== undefined) {
@@ -73,5 +51,47 @@ export const exactDispatch = <T extends Request>(app: Polka<T>) => {
       }
     };
     next();
+  };
+
+  return (incoming: IncomingMessage, res: ServerResponse): void => {
+    const req = incoming as T;
+    let url = req.url;
+    // As polka's URL parser (@polka/url): a fragment, then a query, each only after the first character.
+    const hash = url.indexOf('#', 1);
+    if (hash >= 0) url = url.slice(0, hash);
+    const query = url.indexOf('?', 1);
+    const path = query < 0 ? url : url.slice(0, query);
+    req.path = path;
+    req.search = query < 0 ? '' : url.slice(query);
+    req.url = url;
+    req.originalUrl = req.originalUrl || url;
+
+    const byPath = remembered.get(req.method);
+    const known = byPath?.get(path);
+    if (known !== undefined) {
+      req.params = NO_PARAMS;
+      return run(req, res, known);
+    }
+    const found = app.find(req.method as Parameters<Polka<T>['find']>[0], path);
+    const chain = [...found.handlers, app.onNoMatch];
+    let params: Record<string, string> = found.params;
+    if (Object.keys(params).length === 0) {
+      params = NO_PARAMS;
+      if (found.handlers.length > 0 && size < MAX_REMEMBERED) {
+        if (byPath === undefined) remembered.set(req.method, new Map([[path, chain]]));
+        else byPath.set(path, chain);
+        size += 1;
+      }
+    } else if (path.length > 1 && path.indexOf('%', 1) !== -1) {
+      for (const key in params) {
+        try {
+          params[key] = decodeURIComponent(params[key] as string);
+        } catch {
+          // A malformed escape stays as it was sent, as polka leaves it.
+        }
+      }
+    }
+    req.params = params;
+    run(req, res, chain);
   };
 };

@@ -50,25 +50,25 @@ export const REALM = 'Bearer realm="plants"';
 /** Seconds a client should wait before retrying when a backend is unavailable. */
 export const RETRY_AFTER_SECONDS = 1;
 
-const CLOSE = { connection: 'close' } as const;
+const CLOSE = { Connection: 'close' } as const;
 
 const unavailable = (what: string): FailureResponse => ({
   status: 503,
   message: `${what} is unavailable, retry later`,
-  headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+  headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
 });
 
 /** IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, three-field form). */
 export const rateLimitHeaders = (d: RateDecision): Record<string, string> => ({
-  'ratelimit-limit': String(d.limit),
-  'ratelimit-remaining': String(d.remaining),
-  'ratelimit-reset': String(d.resetSeconds),
+  'RateLimit-Limit': String(d.limit),
+  'RateLimit-Remaining': String(d.remaining),
+  'RateLimit-Reset': String(d.resetSeconds),
 });
 
 /** The caller's own owner's figures against its quota (POST /plants, when a quota applies). */
 export const quotaHeaders = (q: QuotaUsage): Record<string, string> => ({
-  'quota-limit': String(q.limit),
-  'quota-used': String(q.used),
+  'Quota-Limit': String(q.limit),
+  'Quota-Used': String(q.used),
 });
 
 /** The one place where a failure becomes a status, a message and headers. */
@@ -82,14 +82,14 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return {
         status: 401,
         message: 'authorization: send a bearer token as "Authorization: Bearer <token>"',
-        headers: { 'www-authenticate': REALM },
+        headers: { 'WWW-Authenticate': REALM },
       };
     case 'InvalidToken':
       return {
         status: 401,
         message: 'authorization: the bearer token is unknown, expired or revoked',
         headers: {
-          'www-authenticate':
+          'WWW-Authenticate':
             failure.description === undefined
               ? `${REALM}, error="invalid_token"`
               : `${REALM}, error="invalid_token", error_description="${failure.description}"`,
@@ -99,7 +99,7 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return {
         status: 403,
         message: `authorization: the token lacks the scope ${failure.scope}`,
-        headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${failure.scope}"` },
+        headers: { 'WWW-Authenticate': `${REALM}, error="insufficient_scope", scope="${failure.scope}"` },
       };
     case 'QuotaExceeded':
       // 403 without a WWW-Authenticate challenge: no other token would help; deleting plants would.
@@ -116,17 +116,17 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return {
         status: 405,
         message: `method not allowed here; use ${failure.allow}`,
-        headers: { allow: failure.allow },
+        headers: { Allow: failure.allow },
       };
     case 'PlantConflict':
       return { status: 409, message: 'id: a plant with this id and a different name or tag already exists' };
     case 'PayloadTooLarge':
-      return { status: 413, message: `body: must be at most ${failure.limit} bytes`, headers: { connection: 'close' } };
+      return { status: 413, message: `body: must be at most ${failure.limit} bytes`, headers: CLOSE };
     case 'RateLimited':
       return {
         status: 429,
         message: `too many requests: at most ${failure.decision.limit} per window; retry in ${failure.decision.resetSeconds} s`,
-        headers: { 'retry-after': String(failure.decision.resetSeconds), ...rateLimitHeaders(failure.decision) },
+        headers: { 'Retry-After': String(failure.decision.resetSeconds), ...rateLimitHeaders(failure.decision) },
       };
     case 'UnsupportedMediaType':
       return { status: 415, message: 'content-type: must be application/json' };
@@ -135,13 +135,13 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return {
         status: 415,
         message: 'content-encoding: send the body uncompressed; no content coding is supported',
-        headers: { 'accept-encoding': 'identity' },
+        headers: { 'Accept-Encoding': 'identity' },
       };
     case 'BodiesBusy':
       return {
         status: 503,
         message: 'body: the server is reading as many request bodies as it may hold, retry later',
-        headers: { 'retry-after': String(RETRY_AFTER_SECONDS), connection: 'close' },
+        headers: { 'Retry-After': String(RETRY_AFTER_SECONDS), Connection: 'close' },
       };
     case 'StorageFull':
       return { status: 507, message: 'storage: the store is full; no plant can be created until plants are deleted' };
@@ -151,7 +151,7 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return {
         status: 503,
         message: `not ready: ${failure.down.join(' and ')} ${failure.down.length > 1 ? 'do' : 'does'} not answer`,
-        headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+        headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
       };
     case 'MalformedRequest':
       return { status: 400, message: `request: ${failure.reason}`, headers: CLOSE };

@@ -61,16 +61,16 @@ export const metricsServer = (
       const reqId = requestIdFrom(req.headers['x-request-id']);
       const method = req.method ?? 'GET';
       const headers: Record<string, string> = {
-        'x-request-id': reqId,
-        'cache-control': 'no-store',
-        'x-content-type-options': 'nosniff',
+        'X-Request-Id': reqId,
+        'Cache-Control': 'no-store',
+        'X-Content-Type-Options': 'nosniff',
       };
       const reply = (route: string, status: number, type: string, body: string, extra: Record<string, string> = {}) => {
         res.writeHead(status, {
           ...headers,
           ...extra,
-          'content-type': type,
-          'content-length': Buffer.byteLength(body),
+          'Content-Type': type,
+          'Content-Length': Buffer.byteLength(body),
         });
         res.end(body);
         const ms = performance.now() - startedAt;
@@ -84,7 +84,7 @@ export const metricsServer = (
       }
       if (method !== 'GET' && method !== 'HEAD') {
         return reply('* /metrics', 405, json, errorBody(405, 'method not allowed here; use GET, HEAD'), {
-          allow: 'GET, HEAD',
+          Allow: 'GET, HEAD',
         });
       }
       exposition.scrape().then(

@@ -2,22 +2,30 @@ import type { ServerResponse } from 'node:http';
 import type { Request } from 'polka';
 import type { RateDecision } from '../../../application/application.js';
 import type { Logger } from '../../../application/ports/logger.js';
+import type { Principal } from '../../../domain/principal.js';
 import { rejectionReason } from './auth-log.js';
 import type { CorsPolicy } from './cors.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
 import type { HttpMetrics } from './metrics.js';
 import { requestIdFrom } from '../transport/request-id.js';
 
-/** What the edge keeps about one exchange, for its headers and its log line. */
+/** What the edge stamps on a request when a route takes it: for its headers and its log line. */
 export interface Exchange extends Request {
   id: string;
   startedAt: number;
   /** The route template ("DELETE /plants/{id}"): never an id, so it is safe to log and to label by. */
   route: string;
-  owner?: string;
-  rate?: RateDecision;
   /** Logged as closed before its answer (see `Responder.closed`). */
   closedLogged?: true;
+}
+
+/**
+ * Who the pipeline admitted (api/pipeline.ts), handed by the handler to the responder with each answer: the owner
+ * goes into the log line, the rate-limit decision (when a limit applies) into the RateLimit fields.
+ */
+export interface Caller {
+  readonly principal: Principal;
+  readonly rate: RateDecision | undefined;
 }
 
 export type Handler = (req: Exchange, res: ServerResponse) => Promise<void> | void;
@@ -42,6 +50,10 @@ export const exchangeOf = (req: Request, route: string): Exchange => {
   return exchange;
 };
 
+/**
+ * Every answer names its caller: who the pipeline admitted, or `undefined` before that (a 401, a 404 of an unknown
+ * path) and on routes without a token (/healthz, /docs).
+ */
 export interface Responder {
   /**
    * Every response leaves through here: the common headers (a given content-type or cache-control wins), one
@@ -50,6 +62,7 @@ export interface Responder {
   readonly send: (
     req: Exchange,
     res: ServerResponse,
+    caller: Caller | undefined,
     status: number,
     body: string | Buffer | undefined,
     headers?: Readonly<Record<string, string>>,
@@ -59,16 +72,17 @@ export interface Responder {
   readonly ok: (
     req: Exchange,
     res: ServerResponse,
+    caller: Caller | undefined,
     body: string | Buffer,
     headers?: Readonly<Record<string, string>>,
   ) => void;
-  readonly fail: (req: Exchange, res: ServerResponse, failure: Failure) => void;
+  readonly fail: (req: Exchange, res: ServerResponse, caller: Caller | undefined, failure: Failure) => void;
   /**
    * The exchange's connection closed before its response could be sent (the client gave up, or the shutdown bound
    * cut it): still one log line and one observation, with nginx's 499 and the status it would have had (`answer`).
    * Nothing when a response was sent after all (the server answered below the app, a 408, and logged that).
    */
-  readonly closed: (req: Exchange, res: ServerResponse, answer?: number) => void;
+  readonly closed: (req: Exchange, res: ServerResponse, caller: Caller | undefined, answer?: number) => void;
 }
 
 /** nginx's status for a request whose connection closed before its response: logged and counted, never sent. */
@@ -83,7 +97,7 @@ export interface ResponderSettings {
 }
 
 export const responder = ({ logger, metrics, cors }: ResponderSettings): Responder => {
-  const closed: Responder['closed'] = (req, res, answer) => {
+  const closed: Responder['closed'] = (req, res, caller, answer) => {
     if (req.closedLogged === true || res.headersSent) return;
     req.closedLogged = true;
     const ms = performance.now() - req.startedAt;
@@ -96,29 +110,29 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
         status: CLOSED_BEFORE_ANSWER,
         answer,
         ms: Math.round(ms * 100) / 100,
-        owner: req.owner,
+        owner: caller?.principal.owner,
       },
       'request',
     );
   };
-  const send: Responder['send'] = (req, res, status, body, headers, rejected) => {
+  const send: Responder['send'] = (req, res, caller, status, body, headers, rejected) => {
     if (res.headersSent) return;
     // The socket too: one destroyed by the shutdown's cut is not yet reported on the response (its 'close' comes later).
-    if (res.destroyed || req.socket.destroyed) return closed(req, res, status);
+    if (res.destroyed || req.socket.destroyed) return closed(req, res, caller, status);
     // One flat header list and one writeHead: cheaper than a setHeader per field.
-    const fields: string[] = ['x-request-id', req.id, 'x-content-type-options', 'nosniff'];
-    if (headers?.['cache-control'] === undefined) fields.push('cache-control', 'no-store');
+    const fields: string[] = ['X-Request-Id', req.id, 'X-Content-Type-Options', 'nosniff'];
+    if (headers?.['Cache-Control'] === undefined) fields.push('Cache-Control', 'no-store');
     if (cors !== undefined) cors.addResponseFields(req.headers.origin, fields);
-    if (req.rate !== undefined) {
-      const rate = rateLimitHeaders(req.rate);
+    if (caller?.rate !== undefined) {
+      const rate = rateLimitHeaders(caller.rate);
       for (const name in rate) fields.push(name, rate[name] as string);
     }
     if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
     if (body === undefined) res.writeHead(status, fields).end();
     else {
       const bytes = typeof body === 'string' && body.length > ENCODE_ABOVE ? Buffer.from(body) : body;
-      if (headers?.['content-type'] === undefined) fields.push('content-type', JSON_TYPE);
-      fields.push('content-length', String(Buffer.byteLength(bytes)));
+      if (headers?.['Content-Type'] === undefined) fields.push('Content-Type', JSON_TYPE);
+      fields.push('Content-Length', String(Buffer.byteLength(bytes)));
       res.writeHead(status, fields).end(bytes);
     }
     const ms = performance.now() - req.startedAt;
@@ -130,7 +144,7 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
         route: req.route,
         status,
         ms: Math.round(ms * 100) / 100,
-        owner: req.owner,
+        owner: caller?.principal.owner,
         ...(rejected === undefined ? {} : { rejected }),
       },
       'request',
@@ -139,15 +153,15 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
   return {
     send,
     closed,
-    ok: (req, res, body, headers) => send(req, res, 200, body, headers),
-    fail: (req, res, failure) => {
+    ok: (req, res, caller, body, headers) => send(req, res, caller, 200, body, headers),
+    fail: (req, res, caller, failure) => {
       const { status, message, headers } = toResponse(failure);
       // Why the token was refused goes in the request's own line (at the default level, with its request id).
       const rejected =
         failure._tag === 'MissingCredentials' || failure._tag === 'InvalidToken' || failure._tag === 'MissingScope'
           ? rejectionReason(failure, req.headers.authorization)
           : undefined;
-      send(req, res, status, JSON.stringify({ error: status, message }), headers, rejected);
+      send(req, res, caller, status, JSON.stringify({ error: status, message }), headers, rejected);
     },
   };
 };

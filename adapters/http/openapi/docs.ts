@@ -73,15 +73,15 @@ export const docsSite = () => {
   const page: DocsResponse = {
     body: PAGE,
     headers: {
-      'content-type': 'text/html; charset=utf-8',
-      'content-security-policy': DOCS_CSP,
-      'referrer-policy': 'no-referrer',
-      'x-frame-options': 'DENY',
+      'Content-Type': 'text/html; charset=utf-8',
+      'Content-Security-Policy': DOCS_CSP,
+      'Referrer-Policy': 'no-referrer',
+      'X-Frame-Options': 'DENY',
     },
   };
   const init: DocsResponse = {
     body: INIT,
-    headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': ASSET_CACHE },
+    headers: { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': ASSET_CACHE },
   };
   return {
     page,
@@ -95,7 +95,7 @@ export const docsSite = () => {
         found = {
           // Sent as is to every client that asks: counted once by the unsent-bytes bound, however many hold it.
           body: sharedBody(readFileSync(join(distDir, name))),
-          headers: { 'content-type': type, 'cache-control': ASSET_CACHE },
+          headers: { 'Content-Type': type, 'Cache-Control': ASSET_CACHE },
         };
         loaded.set(name, found);
       }

@@ -116,9 +116,9 @@ export const failureFields = (
   headers: Readonly<Record<string, string>> | undefined,
   body: string,
 ): string[] => {
-  const fields: string[] = ['x-request-id', reqId, 'cache-control', 'no-store', 'x-content-type-options', 'nosniff'];
+  const fields: string[] = ['X-Request-Id', reqId, 'Cache-Control', 'no-store', 'X-Content-Type-Options', 'nosniff'];
   if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
-  fields.push('content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(body)));
+  fields.push('Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body)));
   return fields;
 };
 
@@ -127,7 +127,7 @@ export const writeFailure = (socket: Socket, reqId: string, failure: HttpFailure
   const { status, message, headers } = toResponse(failure);
   const body = JSON.stringify({ error: status, message });
   const fields = failureFields(reqId, headers, body);
-  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ndate: ${new Date().toUTCString()}\r\n`;
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nDate: ${new Date().toUTCString()}\r\n`;
   for (let i = 0; i < fields.length; i += 2) head += `${fields[i]}: ${fields[i + 1]}\r\n`;
   socket.write(`${head}\r\n${body}`);
   return status;

@@ -16,22 +16,23 @@ import type { Handler, Responder } from '../respond.js';
 export const createPlantHandler =
   (app: Application, { ok, fail, closed }: Responder, authorize: Authorize, bodyLimit: number): Handler =>
   async (req, res) => {
-    const principal = await authorize(req, res, createPlantScope);
-    if (principal === undefined) return;
-    if (!isJsonContentType(req.headers['content-type'])) return fail(req, res, { _tag: 'UnsupportedMediaType' });
+    const caller = await authorize(req, res, createPlantScope);
+    if (caller === undefined) return;
+    if (!isJsonContentType(req.headers['content-type']))
+      return fail(req, res, caller, { _tag: 'UnsupportedMediaType' });
     if (!isIdentityEncoding(req.headers['content-encoding'])) {
-      return fail(req, res, { _tag: 'UnsupportedContentEncoding' });
+      return fail(req, res, caller, { _tag: 'UnsupportedContentEncoding' });
     }
     const bytes = await readBody(req, res, bodyLimit);
-    if (bytes === undefined) return closed(req, res); // the client went away mid-body
+    if (bytes === undefined) return closed(req, res, caller); // the client went away mid-body
     // Plain checks rather than E.flatMap: fp-ts's data-first `dual` copies `arguments` into an array on every call.
-    if (E.isLeft(bytes)) return fail(req, res, bytes.left);
+    if (E.isLeft(bytes)) return fail(req, res, caller, bytes.left);
     const json = parseJson(bytes.right);
-    if (E.isLeft(json)) return fail(req, res, json.left);
+    if (E.isLeft(json)) return fail(req, res, caller, json.left);
     const candidate = decodeNewPlant(json.right);
-    if (E.isLeft(candidate)) return fail(req, res, candidate.left);
-    const created = await app.createPlant(principal, candidate.right)();
-    if (E.isLeft(created)) return fail(req, res, created.left);
+    if (E.isLeft(candidate)) return fail(req, res, caller, candidate.left);
+    const created = await app.createPlant(caller.principal, candidate.right)();
+    if (E.isLeft(created)) return fail(req, res, caller, created.left);
     const { plant, quota } = created.right;
-    ok(req, res, plantJson(plant), quota === undefined ? undefined : quotaHeaders(quota));
+    ok(req, res, caller, plantJson(plant), quota === undefined ? undefined : quotaHeaders(quota));
   };

@@ -9,11 +9,11 @@ import type { Handler, Responder } from '../respond.js';
 export const deletePlantHandler =
   (app: Application, { send, fail }: Responder, authorize: Authorize): Handler =>
   async (req, res) => {
-    const principal = await authorize(req, res, deletePlantScope);
-    if (principal === undefined) return;
+    const caller = await authorize(req, res, deletePlantScope);
+    if (caller === undefined) return;
     const id = decodePathId(req.params['id']);
-    if (E.isLeft(id)) return fail(req, res, id.left);
-    const deleted = await app.deletePlant(principal, id.right)();
-    if (E.isLeft(deleted)) return fail(req, res, deleted.left);
-    send(req, res, 204, undefined);
+    if (E.isLeft(id)) return fail(req, res, caller, id.left);
+    const deleted = await app.deletePlant(caller.principal, id.right)();
+    if (E.isLeft(deleted)) return fail(req, res, caller, deleted.left);
+    send(req, res, caller, 204, undefined);
   };

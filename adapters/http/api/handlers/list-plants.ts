@@ -11,16 +11,17 @@ import type { Handler, Responder } from '../respond.js';
 export const listPlantsHandler =
   (app: Application, { ok, fail }: Responder, authorize: Authorize): Handler =>
   async (req, res) => {
-    const principal = await authorize(req, res, listPlantsScope);
-    if (principal === undefined) return;
+    const caller = await authorize(req, res, listPlantsScope);
+    if (caller === undefined) return;
     const query = decodeListSearch(req.search);
-    if (E.isLeft(query)) return fail(req, res, query.left);
-    const page = await app.listPlants(principal, query.right)();
-    if (E.isLeft(page)) return fail(req, res, page.left);
+    if (E.isLeft(query)) return fail(req, res, caller, query.left);
+    const page = await app.listPlants(caller.principal, query.right)();
+    if (E.isLeft(page)) return fail(req, res, caller, page.left);
     const { plants, next } = page.right;
     ok(
       req,
       res,
+      caller,
       plantsJson(plants),
       next === undefined
         ? undefined

@@ -11,13 +11,17 @@ export interface UnsentLimits {
 /** One connection whose current response the kernel has not taken all of yet. */
 interface Sending {
   /**
-   * `socket.writableLength` and the handle's `writeQueueSize` at the last look (-1: none yet): their fall is the
+   * `socket.writableLength` and the handle's `writeQueueSize` when written, then at the last look: their fall is the
    * client reading.
    */
   length: number;
   queue: number;
-  /** When a look last found the kernel had taken more (or first looked): performance.now(). */
+  /** When the response was written, or a look last found the kernel had taken more: performance.now(). */
   movedAt: number;
+  /** Whether the kernel has taken any of it since it was written (the client read), as of the last look. */
+  moved: boolean;
+  /** Whether a look has seen it (a response never moved is only believed stalled after a look and one more). */
+  seen: boolean;
   /** What this connection holds that no other shares. */
   own: number;
   /** The shared Buffer its response is, counted once over all connections (`shares`). */
@@ -51,6 +55,11 @@ export const unsentBound = (
   close: (socket: Socket) => void,
 ): { readonly written: (socket: Socket, res: SharingResponse) => void; readonly sent: (socket: Socket) => void } => {
   const sending = new Map<Socket, Sending>();
+  /**
+   * How long a response nothing of which the kernel has taken since it was written counts as unread: a tenth of the
+   * stall window, longer than a reading client takes between two reads (its round trip), far shorter than the window.
+   */
+  const unreadMs = limits.unsentStallMs / 10;
   /** Connections holding each shared Buffer. */
   const shares = new Map<Buffer, number>();
   /** Sum of `own` and of each shared Buffer held, as of the last look (plus what was written since). */
@@ -79,9 +88,9 @@ export const unsentBound = (
     for (const [socket, entry] of sending) {
       const length = socket.writableLength;
       const queue = queueOf(socket);
-      // The first look at a response starts its clock (a look per response, and none per request).
-      if (entry.queue < 0 || length < entry.length || (length === entry.length && queue < entry.queue)) {
+      if (length < entry.length || (length === entry.length && queue < entry.queue)) {
         entry.movedAt = now;
+        entry.moved = true;
       }
       entry.length = length;
       entry.queue = queue;
@@ -91,23 +100,36 @@ export const unsentBound = (
   };
 
   /**
-   * Past the bound, closes the stalled connections, longest stalled first, until the total is below it. A stall is
-   * only believed after a second look one turn of the event loop later (`confirm`): libuv writes to a socket only when
-   * the loop polls, so a loop that was busy (building responses, a long GC) leaves a reading client's bytes unmoved
-   * for as long, and the poll between the two looks lets it move them first.
+   * Past the bound, closes the connections that are not reading, until the total is below it: first the stalled ones
+   * (nothing taken for `unsentStallMs`), longest stalled first; then those whose response the kernel has taken nothing
+   * of in the `unreadMs` since it was written, oldest first. A client that has read any of its response is closed only once it has
+   * stalled: the bound cannot wait `unsentStallMs` for the others, or clients that never read would pile up a
+   * window's worth of responses over it (measured: 122 MiB held against 64 MiB, still growing). A stall is only
+   * believed after a second look one turn of the event loop later (`confirm`): libuv writes to a socket only when the
+   * loop polls, so a loop that was busy (building responses, a long GC) leaves a reading client's bytes unmoved for as
+   * long, and the poll between the two looks lets it move them first.
    */
   const shed = (confirm: boolean): void => {
     const now = performance.now();
+    const seenBefore = new Set<Socket>();
+    for (const [socket, entry] of sending) if (entry.seen) seenBefore.add(socket);
     look(now);
     if (unsent <= limits.maxUnsentBytes) return;
     const stalled: Array<[Socket, Sending]> = [];
+    const unread: Array<[Socket, Sending]> = [];
     let nextStall = Infinity;
+    let anyUnmoved = false;
     for (const pair of sending) {
-      const movedAt = pair[1].movedAt;
-      if (now - movedAt >= limits.unsentStallMs) stalled.push(pair);
-      else nextStall = Math.min(nextStall, movedAt + limits.unsentStallMs);
+      const entry = pair[1];
+      entry.seen = true;
+      if (!entry.moved) anyUnmoved = true;
+      if (now - entry.movedAt >= limits.unsentStallMs) stalled.push(pair);
+      else if (!entry.moved && now - entry.movedAt >= unreadMs) {
+        if (seenBefore.has(pair[0])) unread.push(pair);
+        nextStall = Math.min(nextStall, entry.movedAt + limits.unsentStallMs);
+      } else nextStall = Math.min(nextStall, entry.movedAt + (entry.moved ? limits.unsentStallMs : unreadMs));
     }
-    if (!confirm && stalled.length > 0) {
+    if (!confirm && (stalled.length > 0 || unread.length > 0 || anyUnmoved)) {
       if (!confirming) {
         confirming = true;
         setImmediate(() => {
@@ -118,8 +140,9 @@ export const unsentBound = (
       return;
     }
     stalled.sort((a, b) => a[1].movedAt - b[1].movedAt);
+    unread.sort((a, b) => a[1].movedAt - b[1].movedAt);
     let closed = 0;
-    for (const [socket, entry] of stalled) {
+    for (const [socket, entry] of [...stalled, ...unread]) {
       if (unsent <= limits.maxUnsentBytes) break;
       release(entry);
       sending.delete(socket);
@@ -147,9 +170,17 @@ export const unsentBound = (
   const written = (socket: Socket, res: SharingResponse): void => {
     const length = socket.writableLength;
     const shared = res.sharedBody;
-    // Not looked at yet (`queue` -1): the first look, which comes as soon as the total is over the bound, starts its
-    // clock, so that no clock or handle is read per response.
-    const entry: Sending = { length, queue: -1, movedAt: 0, own: ownOf(length, shared), shared };
+    // Its clock starts now (one clock read per response): a client that never reads is judged from its response's
+    // writing, not from when the total first passed the bound.
+    const entry: Sending = {
+      length,
+      queue: queueOf(socket),
+      movedAt: performance.now(),
+      moved: false,
+      seen: false,
+      own: ownOf(length, shared),
+      shared,
+    };
     sending.set(socket, entry);
     unsent += entry.own;
     if (shared !== undefined) {

@@ -303,4 +303,63 @@ test('docs/configuration.md documents exactly the variables the code reads', () 
   assert.equal([...documented].sort(), Object.keys(variables).sort());
 });
 
+/** The bounds a numeric variable's reader accepts, from its own message ("... from 1 to 1000"); undefined otherwise. */
+const boundsOf = (v: { read: (raw: string) => E.Either<string, unknown> }): readonly [number, number] | undefined => {
+  const read = v.read('not a number');
+  const m = E.isLeft(read) ? /from (\d+) to (\d+)/.exec(read.left) : null;
+  return m === null ? undefined : [Number(m[1]), Number(m[2])];
+};
+const UNITS: Readonly<Record<string, number>> = {
+  KiB: 1024,
+  MiB: 1024 ** 2,
+  GiB: 1024 ** 3,
+  ms: 1,
+  s: 1000,
+  min: 60_000,
+  h: 3_600_000,
+};
+/** Every "<a> to <b>" in a text, each side a number with an optional unit (`16 MiB`, `10 min`), in base units. */
+const rangesIn = (text: string): Array<readonly [number, number]> =>
+  [...text.matchAll(/(\d+)(?: (KiB|MiB|GiB|ms|s|min|h))? to (\d+)(?: (KiB|MiB|GiB|ms|s|min|h))?/g)].map((m) => [
+    Number(m[1]) * (UNITS[m[2] ?? ''] ?? 1),
+    Number(m[3]) * (UNITS[m[4] ?? ''] ?? 1),
+  ]);
+const states = (text: string, [min, max]: readonly [number, number]) =>
+  rangesIn(text).some(([a, b]) => a === min && b === max);
+
+test("docs/configuration.md states every numeric variable's accepted range as its reader has it", () => {
+  const rows = readFileSync(join(root, 'docs', 'configuration.md'), 'utf8')
+    .split('\n')
+    .filter((line) => /^\| `[A-Z]/.test(line));
+  const wrong = Object.values(variables).flatMap((v) => {
+    const bounds = boundsOf(v);
+    if (bounds === undefined) return [];
+    const row = rows.find((line) => (line.split('|')[1] ?? '').includes(`\`${v.name}\``)) ?? '';
+    return states(row.split('|')[4] ?? '', bounds) ? [] : [`${v.name} (${bounds[0]} to ${bounds[1]})`];
+  });
+  assert.equal(wrong, []);
+});
+
+test(".env.example shows every variable's default, and states every numeric one's range above it", () => {
+  const lines = readFileSync(join(root, '.env.example'), 'utf8').split('\n');
+  const wrong = Object.values(variables).flatMap((v) => {
+    const at = lines.findIndex((line) => line.startsWith(`${v.name}=`));
+    const shown = lines[at]?.slice(v.name.length + 1);
+    const fallback: unknown = v.fallback;
+    const expected =
+      typeof fallback === 'number' || typeof fallback === 'string' || typeof fallback === 'boolean'
+        ? String(fallback)
+        : '';
+    const problems = shown === expected ? [] : [`${v.name}=${shown ?? '(missing)'}, default ${expected}`];
+    const bounds = boundsOf(v);
+    if (bounds === undefined) return problems;
+    // The comment lines right above the variable's own line.
+    let first = at;
+    while (first > 0 && (lines[first - 1] ?? '').startsWith('#')) first -= 1;
+    const comments = lines.slice(first, at).join(' ');
+    return states(comments, bounds) ? problems : [...problems, `${v.name} (${bounds[0]} to ${bounds[1]})`];
+  });
+  assert.equal(wrong, []);
+});
+
 test.run();

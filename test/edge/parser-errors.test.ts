@@ -91,6 +91,31 @@ it('Expect: 100-continue still gets 100 Continue, then the real answer', async (
   }
 });
 
+it('Expect: 100-continue sent in two fields still gets 100 Continue, then the real answer', async (svc) => {
+  const wire = await openWire(svc.port);
+  try {
+    const body = '{"id": 101, "name": "Continued twice"}';
+    wire.write(
+      `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${body.length}\r\nExpect: 100-continue\r\nExpect: 100-Continue\r\n\r\n`,
+    );
+    assert.is((await wire.response(1)).status, 100);
+    wire.write(body);
+    assert.is((await wire.response(2)).status, 200);
+  } finally {
+    wire.destroy();
+  }
+});
+
+it('100-continue listed with another expectation is 417 before the body is read', async (svc) => {
+  await expectFailure(
+    svc,
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nContent-Type: application/json\r\n` +
+      'Content-Length: 30\r\nExpect: 100-continue, teapot\r\n\r\n',
+    417,
+  );
+});
+
 it('Expect: 100-continue with a bad token is answered 401 without 100 Continue', async (svc) => {
   const wire = await openWire(svc.port);
   try {

@@ -16,16 +16,12 @@ const GRACE_MS = 500;
 /** Far above what the runner needs (its grace, 2 s for SIGTERM, a service's start), far below a hung run. */
 const BOUND_MS = 30_000;
 
-const runFixture = async (mode: string) => {
+const runFixture = async (mode: string, pattern = 'support/run-tests\\.fixture\\.js$') => {
   const started = performance.now();
-  const runner = spawn(
-    process.execPath,
-    [join(distRoot, 'test', 'support', 'run-tests.js'), 'support/run-tests\\.fixture\\.js$'],
-    {
-      env: { ...process.env, RUN_TESTS_FIXTURE: mode, TEST_EXIT_GRACE_MS: String(GRACE_MS) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const runner = spawn(process.execPath, [join(distRoot, 'test', 'support', 'run-tests.js'), pattern], {
+    env: { ...process.env, RUN_TESTS_FIXTURE: mode, TEST_EXIT_GRACE_MS: String(GRACE_MS) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   runner.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
   runner.stderr.on('data', (c: Buffer) => (out += c.toString('utf8')));
@@ -80,6 +76,13 @@ test('a failure whose message quotes totals of another run: the summary counts t
   const run = await runFixture('quotes');
   assert.is(run.last, '1 passed, 1 failed, 0 skipped', run.out);
   assert.is(run.code, 1);
+});
+
+test('a pattern that names no test file fails the run and says how to name one (a path is not a pattern)', async () => {
+  const run = await runFixture('fails', 'dist/test/support/run-tests.fixture.js');
+  assert.is(run.code, 1, run.out);
+  assert.match(run.out, /no test file matches "dist\/test\/support\/run-tests\.fixture\.js"/);
+  assert.is(run.pids.length, 0, run.out);
 });
 
 test.run();

@@ -187,6 +187,14 @@ function finish(code: number | null, signal: NodeJS.Signals | null): void {
     );
     process.exit(1);
   }
+  if (total === 0 && process.argv[2] !== undefined) {
+    // A pattern that matches no file runs nothing; "0 passed, 0 failed" would read as a success.
+    process.stdout.write(
+      `no test file matches ${JSON.stringify(pattern)}: it is a regular expression on paths under dist/test, ` +
+        `for example 'bootstrap/config\\.test\\.js$'\n0 passed, 1 failed, 0 skipped\n`,
+    );
+    process.exit(1);
+  }
   const failedTests = total - passed;
   if (leftOver && failedTests === 0) {
     process.stdout.write('every test passed, but one left something running: counted as one failure\n');

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
 import type { HttpFailure } from '../api/failures.js';
-import { bodyBudgetOf } from '../transport/exchange.js';
+import { bodyBudgetOf, expectsContinueOnly } from '../transport/exchange.js';
 
 type BodyFailure = Extract<HttpFailure, { _tag: 'PayloadTooLarge' | 'MalformedBody' | 'BodiesBusy' }>;
 
@@ -53,7 +53,7 @@ export const readBody = (
     if (!budget.take(length)) return Promise.resolve(E.left({ _tag: 'BodiesBusy' }));
     held = length;
   }
-  if (req.httpVersionMinor >= 1 && req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) {
+  if (req.httpVersionMinor >= 1 && expectsContinueOnly(req.headers.expect) && !res.headersSent) {
     res.writeContinue();
   }
   return new Promise((resolve) => {

@@ -26,6 +26,15 @@ export const byteBudget = (limit: number): ByteBudget => {
   };
 };
 
+/**
+ * Whether an Expect field asks for 100-continue and nothing else: `100-continue` in any letter case, also listed more
+ * than once (two Expect fields, which Node joins with ", "). Node hands every request whose Expect holds the word
+ * `100-continue` anywhere to 'checkContinue'; server.ts answers the others 417, and body.ts invites the body only when
+ * this holds, so that no request is left waiting for a 100 Continue that never comes.
+ */
+export const expectsContinueOnly = (expect: string | undefined): boolean =>
+  expect !== undefined && expect.split(',').every((item) => item.trim().toLowerCase() === '100-continue');
+
 /** The request-body budget of the server each connection belongs to (set once per connection by server.ts). */
 const budgets = new WeakMap<Socket, ByteBudget>();
 export const setBodyBudget = (socket: Socket, budget: ByteBudget): void => void budgets.set(socket, budget);

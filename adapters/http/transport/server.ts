@@ -13,7 +13,13 @@ import { connectionStates, lingering, type Connection } from './connections.js';
 import { toResponse, type HttpFailure } from '../api/failures.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
-import { byteBudget, setBodyBudget, SharingServerResponse, type SharingResponse } from './exchange.js';
+import {
+  byteBudget,
+  expectsContinueOnly,
+  setBodyBudget,
+  SharingServerResponse,
+  type SharingResponse,
+} from './exchange.js';
 import { unsentBound } from './unsent.js';
 
 export { defaultServerLimits, type ServerLimits } from './server-limits.js';
@@ -255,8 +261,11 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
   // `Expect: 100-continue`: served like any request, without Node's automatic `100 Continue`; the body reader sends it
-  // (body.ts), so a request refused before its body is read (401, 403, 415, 413) never invites the body.
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
+  // (body.ts), so a request refused before its body is read (401, 403, 415, 413) never invites the body. Node comes
+  // here when 100-continue is anywhere in the field: one that also asks for something else is 417.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) =>
+    dispatch(req, res, !expectsContinueOnly(req.headers.expect)),
+  );
   // Any other expectation comes here.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, true));
 

@@ -57,6 +57,9 @@ for (const backend of backends) {
       journal: true,
       logger: pino({ level: 'silent' }),
       indexRecheckMs: 3_600_000,
+      // The owner at its bound is looked at again only after this process's own delete, never because a second passed
+      // between two refusals (on a loaded machine FerretDB/SQLite took that long, and the count was one load more).
+      fullRecheckMs: 3_600_000,
       monitorCommands: true,
     });
     const repo = store.repository;

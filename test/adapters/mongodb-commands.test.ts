@@ -15,8 +15,8 @@ import { suiteWith } from '../support/suites.js';
 /**
  * Round trips per operation, counted by the driver's command monitoring: what the storage sends for a create, an
  * identical retry, a conflicting create (409), a delete and a page, for an owner at 10, 5,000 and 9,999 of a bound of
- * 10,000, in a collection that holds all three owners. The bounds are the port's: in the steady state a create costs
- * at most 2 (1 once the owner's slots are known), a delete 2, a page 1, whatever the owner's fill.
+ * 10,000, in a collection that holds all three owners. In the steady state a create costs 1 (2 for an owner the
+ * process holds nothing of, at a low fill), a delete 3 (the last one the hint of the freed slot), a page 1.
  */
 const MAX = 10_000;
 const FILLS = [10, 5000, 9999] as const;
@@ -62,6 +62,9 @@ for (const backend of backends) {
     const repo = store.repository;
     try {
       await right(repo.ping);
+      // This version's first create in the database (it marks the bound, see owner-slots.ts) before the plants are
+      // written behind its back: they stand for plants it stored itself, not for a version from before markers.
+      await right(repo.insert(freshOwner('first'), aPlant(1n), MAX));
       // The owners' plants as the adapter stores them (one document each, an inside slot each), written in bulk.
       const owners = FILLS.map((n) => ({ n, owner: freshOwner(`fill${n}`) }));
       for (const { n, owner } of owners) {
@@ -100,15 +103,18 @@ for (const backend of backends) {
         rows.push(
           `${n}: create ${cold.length} (first of this owner here: ${cold.join('+')}), then ${warm.length}; retry ${retry.length}; 409 ${conflict.length}; delete ${remove.length}; page ${page.length}${full.length > 0 ? `; refused at the bound ${firstFull.length} then ${full.length}` : ''}`,
         );
-        assert.ok(cold.length <= 2, `first create at ${n}: ${cold.join(', ')}`);
+        // An owner this process holds nothing of: the markers, then inserts from a random place (a full owner it
+        // learns by collisions and one load).
+        if (n < MAX / 100) assert.equal(cold, ['find', 'insert'], `first create at ${n}`);
+        else assert.ok(cold.length <= 40, `first create at ${n}: ${cold.join(', ')}`);
         assert.equal(warm, ['insert'], `create at ${n}`);
         if (n + 1 >= MAX) {
-          assert.ok(firstFull.length <= 2, `first refusal: ${firstFull.join(', ')}`);
-          assert.equal(full, ['find'], `refused at the bound`);
+          assert.ok(firstFull.length <= 3, `first refusal: ${firstFull.join(', ')}`);
+          assert.equal(full, ['find', 'find'], `refused at the bound (the hints of freed slots, the id)`);
         }
         assert.ok(retry.length <= 2, `identical retry at ${n}: ${retry.join(', ')}`);
         assert.ok(conflict.length <= 2, `409 at ${n}: ${conflict.join(', ')}`);
-        assert.equal(remove, ['find', 'delete'], `delete at ${n}`);
+        assert.equal(remove, ['find', 'delete', 'update'], `delete at ${n} (the last: the hint of the freed slot)`);
         assert.equal(page, ['find'], `page at ${n}`);
       }
       process.stdout.write(

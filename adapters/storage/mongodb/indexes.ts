@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { MongoServerError, type Collection, type Document, type ObjectId, type WriteConcernSettings } from 'mongodb';
 import type { Logger } from '../../../application/ports/logger.js';
 import { isDuplicateKey, isUnavailable } from './mongodb-errors.js';
-import { outsideSlot } from './owner-slots.js';
+import { markMended, outsideSlot } from './owner-slots.js';
 
 export const INDEX_NAME = 'owner_1_id_1_unique';
 /** The prefix of the slot index's name: each build names it anew, so that other processes notice a rebuild. */
@@ -42,8 +42,8 @@ export interface IndexOptions {
   /** How often a running service checks that the indexes are still there. */
   readonly recheckMs: number;
   readonly writeConcern: WriteConcernSettings;
-  /** Called whenever the slot index was (re)built or mended, here or by another process: the slots' maps are stale. */
-  readonly onSlotsChanged: () => void;
+  /** The quota's markers (owner-slots.ts): a mend marks itself there before it writes (`markMended`). */
+  readonly markers: Collection<Document>;
 }
 
 export interface Indexes {
@@ -169,6 +169,8 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
 
   /** Sets each plant's slot (by `_id`), a batch at a time; a slot taken meanwhile leaves that plant for the next round. */
   const setSlots = async (ids: readonly unknown[]): Promise<void> => {
+    // Outside plants are about to exist: every process must count them (owner-slots.ts).
+    if (ids.length > 0) await markMended(options.markers, writeConcern);
     for (let i = 0; i < ids.length; i += MEND_BATCH) {
       await Promise.all(
         ids.slice(i, i + MEND_BATCH).map((_id) =>
@@ -226,7 +228,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
   const adopt = (slots: string): void => {
     const changed = slotGeneration !== undefined && slots !== slotGeneration;
     slotGeneration = slots;
-    if (changed) options.onSlotsChanged();
+    if (changed) logger.info({ storage: 'mongodb', index: SLOT_SPEC.name }, 'storage: the slot index was rebuilt');
   };
 
   const createSlotIndex = async (name: string): Promise<void> => {
@@ -306,7 +308,6 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
       if (after.idProblem !== undefined) refuse(after.idProblem);
       if (after.slots === '') refuse("the quota's index on {owner: 1, slot: 1} was not built; see the server's log");
       slotGeneration = after.slots;
-      options.onSlotsChanged();
     } else adopt(found.slots);
     state = { kind: 'ok', checkedAt: Date.now() };
     if (wasRefused) logger.info({ storage: 'mongodb', index: INDEX_NAME }, RECOVERED);

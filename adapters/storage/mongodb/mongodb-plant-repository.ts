@@ -1,15 +1,14 @@
-import { randomInt } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import * as t from 'io-ts';
-import { MongoClient, MongoServerError, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
+import { MongoClient, type Collection, type ObjectId, type WriteConcernSettings } from 'mongodb';
 import { storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
 import { NO_PLANT_LIMIT, type PlantPage, type PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
-import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
-import { attemptOfKeyPattern, ownerSlots, type SlotStore } from './owner-slots.js';
+import { isUnavailable } from './mongodb-errors.js';
+import { FREED, MARKERS, mongoSlotStore, ownerSlots } from './owner-slots.js';
 import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, uniqueIndexes } from './indexes.js';
 
 export { INDEX_NAME, INDEX_SPECS, SLOT_INDEX_NAME };
@@ -26,9 +25,9 @@ export interface MongoOptions {
   readonly indexRecheckMs?: number;
   /** First wait before asking again for an index the server refused; doubles up to 60 s (default 1 s). */
   readonly indexRetryMs?: number;
-  /** Heap bytes for the owners' slot maps (owner-slots.ts; default 64 MiB). */
+  /** Heap bytes for what the process remembers of owners' slots (owner-slots.ts; default 64 MiB). */
   readonly slotCacheBytes?: number;
-  /** Least time between two loads of an owner that looks full (default 1 s). */
+  /** Longest a 403 may rest on an old load of the owner (default 1 s; see owner-slots.ts). */
   readonly fullRecheckMs?: number;
   /**
    * Bound on one load of an owner's slots (default 30 s). A load outlives the request that started it: on FerretDB's
@@ -58,8 +57,6 @@ type PlantDocument = Plant & {
 const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
 
 export const COLLECTION = 'plants';
-/** Tries of one slot move that collides with another process's (see `move`). */
-const MOVE_ATTEMPTS = 5;
 
 /** Anything read back is decoded again: a document that breaks a domain rule is a fault, not a plant. */
 const StoredPlant = t.intersection([
@@ -176,7 +173,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     appName: 'plant-store-slots',
   });
   let loadConnected: Promise<unknown> | undefined;
-  const loadCollection = loadClient.db(options.db).collection<PlantDocument>(COLLECTION);
+  const loadCollection = loadClient.db(options.db).collection(COLLECTION);
   const writeConcern: WriteConcernSettings = {
     w: options.writeConcern,
     journal: options.journal,
@@ -184,64 +181,27 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   };
   const maxTimeMS = timeoutMs;
 
-  /** The plant stored under that owner and id, if any: one indexed lookup. */
-  const findStored = async (owner: string, id: PlantId): Promise<Plant | undefined> => {
-    const doc = await collection.findOne({ owner, id }, { projection: PLANT_FIELDS, maxTimeMS });
-    return doc === null ? undefined : decodeStored(doc);
-  };
-
-  const slotStore: SlotStore = {
-    load: async (owner, max) => {
-      // Connected explicitly, as the main client is (see ensureReady).
-      loadConnected ??= loadClient.connect().catch((e: unknown) => {
-        loadConnected = undefined;
-        throw e;
-      });
-      await loadConnected;
-      return (
-        loadCollection
-          // One reply for an owner within its bound (no getMore); an owner above it (a lowered bound) takes more.
-          .find(
-            { owner },
-            { projection: { _id: 1, slot: 1 }, batchSize: Math.min(max + 1, 100_000), maxTimeMS: loadTimeoutMs },
-          )
-          .toArray()
-      );
-    },
-    insert: async (owner, p, slot) => {
-      const doc: PlantDocument = { _id: new ObjectId(), owner, slot, ...p };
-      try {
-        await collection.insertOne(doc, { writeConcern, maxTimeMS });
-        return 'inserted';
-      } catch (e) {
-        if (isDuplicateKey(e)) return attemptOfKeyPattern(e instanceof MongoServerError ? e.keyPattern : undefined);
-        throw e;
-      }
-    },
-    find: (owner, p) => findStored(owner, p.id),
-    move: (moves) =>
-      Promise.all(
-        moves.map(async ({ _id, slot }) => {
-          for (let attempt = 1; ; attempt++) {
-            try {
-              await collection.updateOne({ _id: _id as ObjectId }, { $set: { slot } }, { writeConcern, maxTimeMS });
-              return true; // moved, or deleted meanwhile: either way no longer outside
-            } catch (e) {
-              // The slot is taken: not moved (the owner is loaded again; a move is a hint, the index keeps the bound).
-              if (isDuplicateKey(e)) return false;
-              // Collided with another process's move at that moment (on FerretDB/PostgreSQL a deadlock, which
-              // PostgreSQL settles by failing one side): nothing changed, and the same move sent again goes through.
-              if (!isWriteConflict(e) || attempt >= MOVE_ATTEMPTS) throw e;
-              await new Promise((resolve) => setTimeout(resolve, randomInt(5, 30)));
-            }
-          }
-        }),
-      ),
-  };
-  const slots = ownerSlots(slotStore, {
-    budgetBytes: options.slotCacheBytes ?? 64 * 1024 * 1024,
-    fullRecheckMs: options.fullRecheckMs ?? 1000,
-  });
+  const slots = ownerSlots(
+    mongoSlotStore({
+      plants: db.collection(COLLECTION),
+      loadPlants: async () => {
+        // Connected explicitly, as the main client is (see ensureReady).
+        loadConnected ??= loadClient.connect().catch((e: unknown) => {
+          loadConnected = undefined;
+          throw e;
+        });
+        await loadConnected;
+        return loadCollection;
+      },
+      markers: db.collection(MARKERS),
+      freed: db.collection(FREED),
+      writeConcern,
+      maxTimeMS,
+      loadTimeoutMs,
+      plantFields: PLANT_FIELDS,
+    }),
+    { budgetBytes: options.slotCacheBytes ?? 64 * 1024 * 1024, fullRecheckMs: options.fullRecheckMs ?? 1000 },
+  );
 
   const index = uniqueIndexes(db.collection(COLLECTION), {
     logger,
@@ -250,7 +210,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     retryMaxMs: 60_000,
     recheckMs: options.indexRecheckMs ?? 30_000,
     writeConcern,
-    onSlotsChanged: slots.forgetAll,
+    markers: db.collection(MARKERS),
   });
 
   let connected: Promise<unknown> | undefined;
@@ -274,10 +234,14 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       pipe(
         guarded(timeoutMs, async (call) => {
           await ensureReady();
-          return slots.insert(owner, maxPlants, p, call.check, Date.now() + timeoutMs);
+          return slots.insert(owner, maxPlants, p.id, p, call.check, Date.now() + timeoutMs);
         }),
         // Concurrent creates of this owner kept taking the slots it chose: nothing stored, safe to retry.
-        TE.flatMap((outcome) => (outcome === undefined ? TE.left(storageUnavailable) : TE.right(outcome))),
+        TE.flatMap((outcome) =>
+          outcome === undefined
+            ? TE.left(storageUnavailable)
+            : TE.right(outcome._tag === 'Exists' ? { ...outcome, stored: decodeStored(outcome.stored) } : outcome),
+        ),
       ),
 
     page: (owner, after, limit) =>
@@ -310,7 +274,8 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         const result = await collection.deleteOne({ _id: found._id }, { writeConcern, maxTimeMS });
         // 0: another delete took that plant between our two steps; it is gone, as after a delete ordered after that one.
         if (result.deletedCount !== 1) return false;
-        slots.freed(owner, found.slot);
+        // The room is free: here at once, and a hint for the other processes (a failure there loses only the hint).
+        await slots.freed(owner, found.slot).catch(() => undefined);
         return true;
       }),
 
@@ -330,7 +295,10 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
 
   // A running service notices a dropped index or collection within indexRecheckMs, without a request asking.
   const recheckTimer = setInterval(
-    () => void index.recheck(true).catch(() => undefined),
+    () => {
+      void index.recheck(true).catch(() => undefined);
+      void slots.refresh().catch(() => undefined);
+    },
     options.indexRecheckMs ?? 30_000,
   );
   recheckTimer.unref();

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
-import type { InsertOutcome } from '../../../application/ports/plant-repository.js';
-import type { Plant } from '../../../domain/plant.js';
+import { ObjectId, type Collection, type Document, type WriteConcernSettings } from 'mongodb';
+import { isDuplicateKey, isWriteConflict } from './mongodb-errors.js';
 
 /**
  * The per-owner bound on MongoDB, resting only on what FerretDB also guarantees: a unique index is enforced atomically
@@ -9,27 +9,37 @@ import type { Plant } from '../../../domain/plant.js';
  *
  * Every plant document holds a `slot`, unique per owner. Under a bound `max` the slots [0, max) are *inside*; every
  * other slot is *outside*: plants created without a bound take a random slot in [2^48, 2^49), plants kept over a
- * lowered bound hold slots at or above it, and documents written before slots existed (mended at start-up, see
- * indexes.ts) get outside slots. A create under a bound may only take an inside slot, so the unique index alone makes
- * more than `max` inside plants impossible, whatever the races between requests and processes.
+ * lowered bound hold slots at or above it, and plants mended by the index upkeep (indexes.ts) get outside slots. A
+ * create under a bound only ever takes an inside slot, so the unique index alone makes more than `max` inside plants
+ * impossible, whatever the races between requests and processes. Outside plants count too.
  *
- * Outside plants count too. A process admits a create into an inside slot only once the owner has no outside plant
- * left: it first moves the outside plants it loaded into free inside slots (`updateOne({_id}, {$set: {slot}})`; the
- * unique index arbitrates an update as it does an insert). Why that is exact across processes: outside plants only
- * come into being when no bound applies or the bound changes (both at a process's start, with an empty map), or when
- * the service mends legacy or duplicate slots (after which every process drops its maps, see indexes.ts). So once a
- * process has loaded the owner's plants, every outside plant that exists is in what it loaded; once each of those has
- * been moved inside (by this process or another: a move only ever goes from outside to inside) or deleted, the owner
- * holds inside plants only, at most `max` by the index, and an insert into a free inside slot keeps it at most `max`.
- * A move that finds its slot taken leaves the plant outside (still counted) and marks the slot taken; an owner whose
- * outside plants cannot all move in keeps at least `max` plants and is refused: an owner above a lowered bound keeps
- * its plants and can create again only once below it.
+ * **Whether an owner may have outside plants** is known without reading the owner: outside plants only come into being
+ * through a few transitions, and each one first leaves a *marker* in the small `plants_markers` collection (inserted by
+ * `_id`, atomic on every server): `bound:<n>` before a process's first create under the bound n, `unbounded` before its
+ * first create without one, `mended` before the index upkeep gives any plant an outside slot (`markMended`), and
+ * `legacy` when a process finds plants stored before markers existed. Under a bound `max`, an owner may have outside
+ * plants only if a marker says so (`unbounded`, `mended`, `legacy`, or a `bound:<n>` with n > max): the *risk*. The
+ * markers are read before the first create of an owner this process holds no state for (one `find` of a few
+ * documents, shared by the creates that start meanwhile), and every `recheckMs`.
  *
- * The map of an owner (which inside slots are taken, which outside plants exist) is loaded in one `find` and kept in
- * an LRU bounded by bytes. In the steady state a create is one `insertOne` into a free slot picked at random from the
- * map, or two (the load, then the insert) for an owner not in the map. A slot another process took answers a
- * duplicate key: the slot is marked taken and another one tried. An owner that looks full is loaded again at most
- * once per `fullRecheckMs` (a delete through this process, or a failed insert, clears that limit), never on every request.
+ * Without risk, a create picks a free inside slot and inserts (the fast path, no read). Under risk, an owner is first
+ * loaded (its `_id`s and slots, one `find`) and its outside plants moved into free inside slots (`updateOne`, one each;
+ * the unique index arbitrates a move as it does an insert); a create is admitted only once the owner has no outside
+ * plant left, as it was loaded. Why that is exact across processes: every outside plant that exists came after its
+ * marker, so it was there to be loaded by a process that read the marker first. An owner whose outside plants cannot
+ * all move in keeps at least `max` plants and is refused.
+ *
+ * **Where a free slot is**: per owner, a bitset of the inside slots this process knows taken (`max` bits: 1,250 bytes
+ * at 10,000) and a cursor. Slots are taken in order from a random start, so that processes filling one owner at once
+ * take runs of their own and meet only at the runs' ends; a slot found taken (a duplicate key) is marked and the
+ * cursor jumps to a random place. After 4 such collisions in one create the owner is loaded in the background. A slot
+ * freed by a delete in this process is cleared at once; a delete in another process leaves a *hint* (the slot, in the
+ * owner's document of `plants_freed`, read by `_id`), which a process reads when the owner looks full to it. An owner
+ * that still looks full is refused (403) only after a load of the owner at most `fullRecheckMs` old (so a lost hint,
+ * or a plant moved twice by two processes, costs a load, never a wrong 403 for longer than that).
+ *
+ * The states of all owners live in an LRU weighed in bytes as they stand (the bitset, the outside plants remembered,
+ * a fixed overhead), never above `budgetBytes`.
  */
 
 /** The first outside slot of a plant created without a bound: far above any bound (`MAX_PLANTS_PER_OWNER`). */
@@ -37,12 +47,29 @@ export const OUTSIDE_FROM = 2 ** 48;
 /** A fresh outside slot: random in [2^48, 2^49), so that two of them practically never meet. */
 export const outsideSlot = (): number => OUTSIDE_FROM + randomInt(2 ** 48 - 1);
 
+/** The collections beside `plants`: the markers of transitions, and the hints of freed slots (one document per owner). */
+export const MARKERS = 'plants_markers';
+export const FREED = 'plants_freed';
+
+/**
+ * What the index upkeep (indexes.ts) must do before it gives any plant an outside slot (mending plants without a slot
+ * or sharing one): mark it, so that every process treats every owner as one that may hold outside plants. Each mend
+ * inserts a marker of its own (`mended:<ObjectId>`; an insert is atomic on every server, an upsert is not), so that
+ * processes holding states of owners see a new one and drop them.
+ */
+export const markMended = async (markers: Collection<Document>, writeConcern: WriteConcernSettings): Promise<void> => {
+  await markers.insertOne({ _id: `mended:${new ObjectId().toHexString()}` as unknown as ObjectId }, { writeConcern });
+};
+
 /** Rounds of "choose a free slot, insert into it" before a create gives up as contended (the caller answers 503). */
-const MAX_ROUNDS = 16;
-/** Slots lost to other processes in a row before the map is loaded again. */
-const RELOAD_AFTER_COLLISIONS = 4;
-/** Rough heap bytes of one remembered slot or outside plant, for the LRU's budget. */
-const BYTES_PER_ENTRY = 64;
+const MAX_ROUNDS = 64;
+/** Slots lost to other processes within one create before the owner is loaded (in the background). */
+const LOAD_AFTER_COLLISIONS = 4;
+/** Heap bytes of an owner's state besides its bitset (object, LRU entry, owner string), and of one outside plant. */
+export const STATE_BYTES = 400;
+export const OUTSIDE_BYTES = 120;
+/** Hints of freed slots kept per owner: the slot's number modulo this picks its place (a newer one replaces it). */
+const HINT_PLACES = 32;
 
 /** How an attempt to insert into a slot ended; `taken` when the store did not say which unique index refused it. */
 export type SlotAttempt = 'inserted' | 'slot-taken' | 'taken';
@@ -54,24 +81,38 @@ export type SlotAttempt = 'inserted' | 'slot-taken' | 'taken';
 export const attemptOfKeyPattern = (pattern: unknown): SlotAttempt =>
   typeof pattern === 'object' && pattern !== null && 'slot' in pattern && !('id' in pattern) ? 'slot-taken' : 'taken';
 
-/** One stored plant as the map's load reads it: its `_id` (to move it) and its slot, if it has a usable one. */
+/** One stored plant as a load reads it: its `_id` (to move it) and its slot, if it has a usable one. */
 export interface SlotHolder {
   readonly _id: unknown;
   readonly slot?: unknown;
 }
 
-/** What the slots need from the store; each function is one command. */
+/** A freed slot as its hint records it: the slot and when (ms since the epoch, the deleting process's clock). */
+export interface Hint {
+  readonly slot: number;
+  readonly at: number;
+}
+
+/** What the slots need from the server; each function is one command. `mongoSlotStore` is the real one. */
 export interface SlotStore {
   /** The owner's plants' `_id` and `slot`, in one round trip for an owner of at most `max` plants. */
   readonly load: (owner: string, max: number) => Promise<readonly SlotHolder[]>;
-  /** Inserts the plant into that slot. */
-  readonly insert: (owner: string, plant: Plant, slot: number) => Promise<SlotAttempt>;
-  /** The plant stored under that owner and id, if any. */
-  readonly find: (owner: string, plant: Plant) => Promise<Plant | undefined>;
-  /** Moves each plant (by `_id`) to its slot, in one round trip; answers, per move, whether the slot was free. */
-  readonly move: (
-    moves: ReadonlyArray<{ readonly _id: unknown; readonly slot: number }>,
-  ) => Promise<readonly boolean[]>;
+  /** Inserts the document (the plant's fields) with that owner and slot. */
+  readonly insert: (owner: string, fields: Document, slot: number) => Promise<SlotAttempt>;
+  /** The document stored under that owner and id (the plant's fields), if any. */
+  readonly find: (owner: string, id: bigint) => Promise<Document | undefined>;
+  /** Moves the plant (by `_id`) to the slot; false when the slot is taken. */
+  readonly move: (_id: unknown, to: number) => Promise<boolean>;
+  /** Every marker's `_id`. */
+  readonly markers: () => Promise<ReadonlyArray<{ readonly _id: unknown }>>;
+  /** Inserts a marker (nothing when it exists). */
+  readonly mark: (id: string) => Promise<void>;
+  /** Whether the collection holds any plant. */
+  readonly anyPlant: () => Promise<boolean>;
+  /** Records that a slot of the owner was freed; answers the time it recorded. */
+  readonly hint: (owner: string, slot: number) => Promise<number>;
+  /** The owner's recorded freed slots. */
+  readonly hints: (owner: string) => Promise<readonly Hint[]>;
 }
 
 const slotNumber = (slot: unknown): number | undefined => {
@@ -80,184 +121,298 @@ const slotNumber = (slot: unknown): number | undefined => {
 };
 
 /**
- * What this process knows of one owner's slots under one bound. `taken`: inside slots held (or being taken by a
- * create in flight here); `outside`: the outside plants loaded and not moved yet (by `_id`), at most `max` of them
- * remembered, `outsideCount` all of them.
+ * What this process knows of one owner's slots under one bound: which inside slots are taken (a bitset; a bit set is
+ * a slot taken or being taken here, or seen taken), the outside plants last loaded, and where to look next.
  */
-export class OwnerMap {
-  readonly taken = new Set<number>();
-  readonly outside = new Map<unknown, SlotHolder>();
+export class OwnerState {
+  readonly bits: Uint8Array;
+  /** Bits set. */
+  known = 0;
+  cursor: number;
+  readonly outside = new Map<string, SlotHolder>();
   outsideCount = 0;
-  /** When this map was last loaded because the owner looked full. */
-  fullCheckedAt = 0;
-  /** The moves of outside plants running now: one at a time per owner, shared by concurrent creates. */
+  /** When the owner was last loaded (0: never); a 403 rests on a load at most `fullRecheckMs` old. */
+  loadedAt = 0;
+  /** Hints recorded after this were not applied yet. */
+  hintsSeen = 0;
+  /** The markers' version under which this owner was found without outside plants (see `risky`). */
+  checkedVersion = -1;
+  /** The markers' version of the last load. */
+  loadedVersion = -1;
+  /** Hints applied, or written by this process (`slot@at`): applying one (again) would only undo what it knows. */
+  readonly ownHints = new Set<string>();
+  /** Slots being inserted into now: kept set when a load replaces the bits. */
+  readonly pending = new Set<number>();
+  loading: Promise<void> | undefined;
   admitting: Promise<void> | undefined;
 
-  /** `epoch`: which generation of the slots (see `forgetAll`) this map was loaded in. */
-  constructor(
-    readonly max: number,
-    readonly epoch = 0,
-  ) {}
-
-  static of(max: number, holders: readonly SlotHolder[], epoch = 0): OwnerMap {
-    const map = new OwnerMap(max, epoch);
-    map.fill(holders);
-    return map;
+  constructor(readonly max: number) {
+    this.bits = new Uint8Array(Math.ceil(max / 8));
+    this.cursor = max > 0 ? randomInt(max) : 0;
+    // Hints older than this state speak of slots freed before it knew any taken.
+    this.hintsSeen = Date.now();
   }
 
-  /** Replaces what the map knows with what a load read. */
+  static of(max: number, holders: readonly SlotHolder[]): OwnerState {
+    const state = new OwnerState(max);
+    state.fill(holders);
+    return state;
+  }
+
+  has(slot: number): boolean {
+    return ((this.bits[slot >> 3] as number) & (1 << (slot & 7))) !== 0;
+  }
+  set(slot: number): void {
+    if (this.has(slot)) return;
+    this.bits[slot >> 3] = (this.bits[slot >> 3] as number) | (1 << (slot & 7));
+    this.known++;
+  }
+  clear(slot: number): void {
+    if (!this.has(slot)) return;
+    this.bits[slot >> 3] = (this.bits[slot >> 3] as number) & ~(1 << (slot & 7));
+    this.known--;
+  }
+
+  /** Heap bytes this state holds as it stands. */
+  get bytes(): number {
+    return STATE_BYTES + this.bits.byteLength + (this.outside.size + this.ownHints.size) * OUTSIDE_BYTES;
+  }
+
+  /** The owner's plants as this process knows them. */
+  get count(): number {
+    return this.known + this.outsideCount;
+  }
+
+  /** Replaces what the state knows with what a load read (slots being inserted into now stay taken). */
   fill(holders: readonly SlotHolder[]): void {
-    this.taken.clear();
+    this.bits.fill(0);
+    this.known = 0;
     this.outside.clear();
     this.outsideCount = 0;
     for (const holder of holders) {
       const slot = slotNumber(holder.slot);
       // A duplicate inside slot (left by a dropped index) is one plant too many there: it must move like an outside one.
-      if (slot !== undefined && slot < this.max && !this.taken.has(slot)) this.taken.add(slot);
+      if (slot !== undefined && slot < this.max && !this.has(slot)) this.set(slot);
       else {
         this.outsideCount++;
         if (this.outside.size < this.max) this.outside.set(String(holder._id), holder);
       }
     }
-    this.bytes = 200 + (this.taken.size + this.outside.size) * BYTES_PER_ENTRY;
+    for (const slot of this.pending) this.set(slot);
   }
 
-  /** The owner's plants as this process knows them. */
-  get count(): number {
-    return this.taken.size + this.outsideCount;
-  }
-
-  /** Heap bytes this map holds, roughly, as of its load (creates since then add at most up to the bound). */
-  bytes = 0;
-
-  /** Takes a free inside slot, picked at random (concurrent creates in other processes rarely pick the same). */
+  /** Takes the next free inside slot from the cursor on (wrapping), or none when every one is known taken. */
   reserve(): number | undefined {
-    if (this.taken.size >= this.max) return undefined;
-    let slot: number | undefined;
-    if (this.taken.size * 2 < this.max) {
-      for (let i = 0; i < 64 && slot === undefined; i++) {
-        const s = randomInt(this.max);
-        if (!this.taken.has(s)) slot = s;
+    if (this.known >= this.max) return undefined;
+    let s = this.cursor;
+    for (let i = 0; i < this.max; i++) {
+      if ((this.bits[s >> 3] as number) === 0xff) {
+        const next = (s | 7) + 1; // a whole byte taken: skip it
+        i += next - s - 1;
+        s = next >= this.max ? 0 : next;
+        continue;
       }
-    }
-    if (slot === undefined) {
-      const start = randomInt(this.max);
-      for (let i = 0; i < this.max; i++) {
-        const s = (start + i) % this.max;
-        if (!this.taken.has(s)) {
-          slot = s;
-          break;
-        }
+      if (!this.has(s)) {
+        this.set(s);
+        this.cursor = s + 1 >= this.max ? 0 : s + 1;
+        return s;
       }
+      s = s + 1 >= this.max ? 0 : s + 1;
     }
-    if (slot !== undefined) this.taken.add(slot);
-    return slot;
+    return undefined;
   }
 
-  release(slot: number): void {
-    this.taken.delete(slot);
+  /** Another process holds the run the cursor is in: look elsewhere. */
+  jump(): void {
+    this.cursor = randomInt(this.max);
   }
 }
 
 export interface OwnerSlotsOptions {
-  /** Heap bytes the maps of all owners may hold together; the least recently used go first. */
+  /** Heap bytes the states of all owners may hold together; the least recently used go first. */
   readonly budgetBytes: number;
-  /** Least time between two loads of an owner that looks full. */
+  /** Longest a 403 may rest on an old load of the owner (see the module's comment). */
   readonly fullRecheckMs: number;
 }
 
-export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
-  /** Owner -> map and its weight when remembered, least recently used first. */
-  const maps = new Map<string, { readonly map: OwnerMap; readonly weight: number }>();
-  let bytes = 0;
-  const loading = new Map<string, Promise<OwnerMap>>();
-  /** Counts `forgetAll`s: a map loaded across one may predate mended slots, and is loaded again. */
-  let epoch = 0;
+/** The outcome of an insert; `stored` is the stored document's plant fields, for the caller to decode. */
+export type SlotOutcome =
+  | { readonly _tag: 'Inserted'; readonly count?: number }
+  | { readonly _tag: 'Exists'; readonly stored: Document; readonly count?: number }
+  | { readonly _tag: 'OwnerFull'; readonly count: number };
 
-  const remember = (owner: string, map: OwnerMap) => {
-    forget(owner);
-    maps.set(owner, { map, weight: map.bytes });
-    bytes += map.bytes;
-    for (const [oldest, old] of maps) {
+/** Which markers put outside plants possibly in the way of the bound `max`. */
+const risky = (ids: ReadonlySet<string>, max: number): boolean => {
+  for (const id of ids) {
+    if (id === 'unbounded' || id === 'legacy' || id.startsWith('mended:')) return true;
+    if (id.startsWith('bound:') && Number(id.slice(6)) > max) return true;
+  }
+  return false;
+};
+
+export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
+  /** Owner -> state and its weight when last weighed, least recently used first. */
+  const states = new Map<string, { state: OwnerState; weight: number }>();
+  let bytes = 0;
+
+  /** The markers as last read, and a version that changes whenever they do. */
+  let markerIds = new Set<string>();
+  let markerKey = '';
+  let version = 0;
+  /** The `mended:` markers as last read. */
+  let mendedAt = '';
+  /** Markers this process has inserted (so as to insert each once). */
+  const marked = new Set<string>();
+
+  const weigh = (owner: string): void => {
+    const entry = states.get(owner);
+    if (entry === undefined) return;
+    const weight = entry.state.bytes;
+    bytes += weight - entry.weight;
+    entry.weight = weight;
+    for (const [oldest, old] of states) {
       if (bytes <= options.budgetBytes || oldest === owner) break;
-      maps.delete(oldest);
+      states.delete(oldest);
       bytes -= old.weight;
     }
   };
+  const remember = (owner: string, state: OwnerState): void => {
+    forget(owner);
+    states.set(owner, { state, weight: 0 });
+    weigh(owner);
+  };
   const forget = (owner: string): void => {
-    const old = maps.get(owner);
+    const old = states.get(owner);
     if (old === undefined) return;
-    maps.delete(owner);
+    states.delete(owner);
     bytes -= old.weight;
   };
 
-  /**
-   * Loads the owner's map; concurrent creates of one owner share one load, which outlives the requests that wait for
-   * it (bounded by its own time limit, see the repository's `slotLoadTimeoutMs`).
-   */
-  const load = (owner: string, max: number): Promise<OwnerMap> => {
-    const key = `${max}:${owner}`;
-    const running = loading.get(key);
-    if (running !== undefined) return running;
-    const pending: Promise<OwnerMap> = (async () => {
-      for (;;) {
-        const started = epoch;
-        const holders = await store.load(owner, max);
-        if (started === epoch) return holders;
-      }
-    })()
-      .then((holders) => {
-        const map = OwnerMap.of(max, holders, epoch);
-        map.fullCheckedAt = Date.now(); // as fresh as a look at an owner that looks full
-        remember(owner, map);
-        return map;
-      })
-      .finally(() => {
-        loading.delete(key);
+  const readMarkers = async (): Promise<void> => {
+    let docs = await store.markers();
+    if (!docs.some((d) => d._id === 'init')) {
+      // The first start over this collection: plants already there came from a version without markers, and may be
+      // outside ones. (An empty collection starts clean.)
+      if (await store.anyPlant()) await store.mark('legacy');
+      await store.mark('init');
+      docs = await store.markers();
+    }
+    const key = docs
+      .map((d) => String(d._id))
+      .sort()
+      .join(',');
+    if (key === markerKey) return;
+    markerKey = key;
+    markerIds = new Set([...marked, ...docs.map((d) => String(d._id))]);
+    version++;
+    // A mend moved plants out of inside slots that states here believe taken: start every owner afresh.
+    const mended = docs
+      .map((d) => String(d._id))
+      .filter((id) => id.startsWith('mended:'))
+      .sort()
+      .join(',');
+    if (mended !== mendedAt) forgetAll();
+    mendedAt = mended;
+  };
+  let reading: Promise<void> | undefined;
+  let nextRead: Promise<void> | undefined;
+  /** A read of the markers that starts now or later (never one already under way): creates share it. */
+  const freshMarkers = (): Promise<void> => {
+    if (reading === undefined) {
+      reading = readMarkers().finally(() => {
+        reading = undefined;
       });
-    loading.set(key, pending);
-    return pending;
+      return reading;
+    }
+    nextRead ??= reading
+      .catch(() => undefined)
+      .then(() => {
+        nextRead = undefined;
+        return freshMarkers();
+      });
+    return nextRead;
   };
 
-  const mapOf = (owner: string, max: number): Promise<OwnerMap> => {
-    const entry = maps.get(owner);
-    if (entry === undefined || entry.map.max !== max) return load(owner, max);
-    maps.delete(owner); // most recently used now
-    maps.set(owner, entry);
-    return Promise.resolve(entry.map);
+  /** Inserts the marker before this process's first write it covers. */
+  const declare = async (id: string): Promise<void> => {
+    if (marked.has(id)) return;
+    await store.mark(id);
+    marked.add(id);
+    if (!markerIds.has(id)) {
+      markerIds.add(id);
+      version++;
+    }
+  };
+
+  /** Loads the owner's slots into its state; concurrent creates share one load, which outlives the requests. */
+  const load = (owner: string, state: OwnerState): Promise<void> => {
+    state.loading ??= (async () => {
+      const started = Date.now();
+      const seen = version;
+      state.fill(await store.load(owner, state.max));
+      state.loadedAt = Date.now();
+      state.loadedVersion = seen;
+      state.hintsSeen = Math.max(state.hintsSeen, started);
+      if (state.outsideCount === 0) state.checkedVersion = seen;
+      weigh(owner);
+    })().finally(() => {
+      state.loading = undefined;
+    });
+    return state.loading;
   };
 
   /**
-   * Moves the owner's loaded outside plants into free inside slots, in one round trip per round. Exactness does not
-   * depend on the moves succeeding: a plant left outside keeps the owner from being admitted.
+   * Moves the owner's loaded outside plants into free inside slots. Exactness does not depend on the moves: a plant
+   * left outside keeps the owner from being admitted. A move that went through is not proof that its slot is the
+   * plant's (another process may move the same plant again, FerretDB's updates not being atomic), so a 403 after moves
+   * always rests on a new load (`loadedAt` cleared).
    */
-  const moveInside = (owner: string, map: OwnerMap): Promise<void> => {
-    map.admitting ??= (async () => {
-      for (let round = 0; round < 4 && map.outside.size > 0; round++) {
+  const moveInside = (owner: string, state: OwnerState): Promise<void> => {
+    state.admitting ??= (async () => {
+      const seen = state.loadedVersion;
+      for (let round = 0; round < 4 && state.outside.size > 0; round++) {
         const moves: Array<{ holder: SlotHolder; slot: number }> = [];
-        for (const holder of map.outside.values()) {
-          const slot = map.reserve();
+        for (const holder of state.outside.values()) {
+          const slot = state.reserve();
           if (slot === undefined) break;
           moves.push({ holder, slot });
         }
-        if (moves.length === 0) return;
-        const moved = await store.move(moves.map(({ holder, slot }) => ({ _id: holder._id, slot })));
+        if (moves.length === 0) break;
+        const moved = await Promise.all(moves.map(({ holder, slot }) => store.move(holder._id, slot)));
         moves.forEach(({ holder }, i) => {
-          if (moved[i] === true && map.outside.delete(String(holder._id))) map.outsideCount--;
+          if (moved[i] === true && state.outside.delete(String(holder._id))) state.outsideCount--;
         });
+        state.loadedAt = 0;
         // A slot was taken: by another plant, or by this very plant moved by another process. Only a load tells.
-        if (moved.some((m) => !m)) map.fill(await store.load(owner, map.max));
+        if (moved.some((m) => !m)) await load(owner, state);
       }
+      if (state.outsideCount === 0) state.checkedVersion = seen;
+      weigh(owner);
     })().finally(() => {
-      map.admitting = undefined;
+      state.admitting = undefined;
     });
-    return map.admitting;
+    return state.admitting;
   };
 
-  /** Whether the owner, as far as `map` knows, may create now; moves outside plants in first. */
-  const admit = async (owner: string, map: OwnerMap): Promise<number | undefined> => {
-    if (map.outsideCount > 0) await moveInside(owner, map);
-    return map.outsideCount === 0 ? map.reserve() : undefined;
+  /** Applies the hints of slots freed since the last ones applied; whether any cleared a slot. */
+  const applyHints = async (owner: string, state: OwnerState): Promise<boolean> => {
+    let cleared = false;
+    let seen = state.hintsSeen;
+    for (const { slot, at } of await store.hints(owner)) {
+      // Applied once each: its own ones, and those of the same millisecond as the last look, are remembered.
+      const key = `${slot}@${at}`;
+      if (at < state.hintsSeen || state.ownHints.has(key)) continue;
+      if (state.ownHints.size >= 2 * HINT_PLACES) state.ownHints.clear();
+      state.ownHints.add(key);
+      seen = Math.max(seen, at);
+      if (slot < state.max && state.has(slot) && !state.pending.has(slot)) {
+        state.clear(slot);
+        state.cursor = slot;
+        cleared = true;
+      }
+    }
+    state.hintsSeen = seen;
+    return cleared;
   };
 
   /**
@@ -268,56 +423,107 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
   const insert = async (
     owner: string,
     max: number,
-    plant: Plant,
+    id: bigint,
+    fields: Document,
     check: () => void,
     giveUpAt: number,
-  ): Promise<InsertOutcome | undefined> => {
-    if (!Number.isFinite(max)) return insertUnbounded(owner, plant, check, giveUpAt);
-    let map = await mapOf(owner, max);
+  ): Promise<SlotOutcome | undefined> => {
+    if (!Number.isFinite(max)) return insertUnbounded(owner, id, fields, check, giveUpAt);
+    await declare(`bound:${max}`);
+    let entry = states.get(owner);
+    if (entry === undefined || entry.state.max !== max) {
+      // An owner this process holds nothing of: the markers as of now say whether it may have outside plants.
+      check();
+      await freshMarkers();
+      entry = states.get(owner);
+      if (entry === undefined || entry.state.max !== max) {
+        remember(owner, new OwnerState(max));
+        entry = states.get(owner) as { state: OwnerState; weight: number };
+      }
+    } else {
+      states.delete(owner); // most recently used now
+      states.set(owner, entry);
+    }
+    const state = entry.state;
     let collisions = 0;
     let lookedUp = false;
+    let hintsRead = false;
+    let sinceLookup = 0;
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
-      if (map.epoch !== epoch) map = await load(owner, max); // the slots were mended since this map was loaded
-      const slot = await admit(owner, map);
+      if (risky(markerIds, max) && state.checkedVersion !== version) {
+        // Outside plants may exist: load the owner (once per markers' version, and again at most once per
+        // fullRecheckMs while some cannot move in) and move them in first.
+        if (state.loadedVersion !== version || Date.now() - state.loadedAt >= options.fullRecheckMs) {
+          await load(owner, state);
+          check();
+        }
+        if (state.outsideCount > 0) await moveInside(owner, state);
+        if (state.outsideCount > 0) {
+          // Outside plants that cannot move in: the owner keeps at least `max`.
+          if (!lookedUp) {
+            lookedUp = true;
+            const stored = await store.find(owner, id);
+            if (stored !== undefined) return { _tag: 'Exists', stored, count: state.count };
+          }
+          return { _tag: 'OwnerFull', count: Math.max(state.count, max) };
+        }
+        if (state.checkedVersion !== version) continue; // the markers changed meanwhile: look again
+      }
+      const slot = state.reserve();
       if (slot === undefined) {
-        // Looks full: the plant stored under the id answers first (looked up once per call: the answer is as of that
-        // look); then, at most once per fullRecheckMs, look again at the owner's slots.
+        // Looks full. A slot freed through another process left a hint; then the plant stored under the id answers
+        // first (looked up once per call); then a 403 only on a load at most fullRecheckMs old.
+        if (!hintsRead) {
+          hintsRead = true;
+          check();
+          if (await applyHints(owner, state)) continue;
+        }
         if (!lookedUp) {
           lookedUp = true;
-          const stored = await store.find(owner, plant);
-          if (stored !== undefined) return { _tag: 'Exists', stored, count: map.count };
+          check();
+          const stored = await store.find(owner, id);
+          if (stored !== undefined) return { _tag: 'Exists', stored, count: state.count };
         }
-        if (Date.now() - map.fullCheckedAt < options.fullRecheckMs) {
-          return { _tag: 'OwnerFull', count: Math.max(map.count, max) };
+        if (Date.now() - state.loadedAt < options.fullRecheckMs) {
+          return { _tag: 'OwnerFull', count: Math.max(state.count, max) };
         }
         check();
-        map = await load(owner, max);
+        await load(owner, state);
         continue;
       }
       check();
       let attempt: SlotAttempt;
+      state.pending.add(slot);
       try {
-        attempt = await store.insert(owner, plant, slot);
+        attempt = await store.insert(owner, fields, slot);
       } catch (e) {
         // Whether the plant landed is unknown: its slot stays marked taken (never fewer plants counted than stored),
         // and the next create that finds the owner full looks again at once, not answer 403 from this guess.
-        map.fullCheckedAt = 0;
+        state.loadedAt = 0;
         throw e;
+      } finally {
+        state.pending.delete(slot);
       }
-      if (attempt === 'inserted') return { _tag: 'Inserted', count: map.count };
-      if (attempt === 'taken') {
-        // Refused by the id or the slot (FerretDB does not say which): a stored plant answers.
-        const stored = await store.find(owner, plant);
+      if (attempt === 'inserted') return { _tag: 'Inserted', count: state.count };
+      if (attempt === 'taken' && (sinceLookup++ % LOAD_AFTER_COLLISIONS === 0 || !lookedUp)) {
+        // Refused by the id or the slot (FerretDB does not say which): a stored plant answers. Looked up at the first
+        // such refusal and every 4th after it (a concurrent create of the same id may land in between).
+        lookedUp = true;
+        const stored = await store.find(owner, id);
         if (stored !== undefined) {
-          map.release(slot);
-          return { _tag: 'Exists', stored, count: map.count };
+          state.clear(slot);
+          return { _tag: 'Exists', stored, count: state.count };
         }
       }
-      // Another process holds that slot: it stays marked taken. After a few, this map is too old to guess from.
-      if (++collisions % RELOAD_AFTER_COLLISIONS === 0) {
-        check();
-        map = await load(owner, max);
+      // Another process holds that slot, and likely the run around it: it stays marked taken, and the cursor jumps.
+      state.jump();
+      // Many collisions: the owner is fuller than this process knows. Load it in the background (the create goes on
+      // probing meanwhile, so that a slow load does not hold it), and wait for the load only past 12 in a row.
+      if (++collisions % LOAD_AFTER_COLLISIONS === 0) {
+        const loading = load(owner, state);
+        if (collisions >= 3 * LOAD_AFTER_COLLISIONS && state.loadedAt === 0) await loading;
+        else void loading.catch(() => undefined);
       }
     }
     return undefined;
@@ -326,41 +532,150 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
   /** No bound: a random outside slot, from a space where two creates practically never meet. */
   const insertUnbounded = async (
     owner: string,
-    plant: Plant,
+    id: bigint,
+    fields: Document,
     check: () => void,
     giveUpAt: number,
-  ): Promise<InsertOutcome | undefined> => {
-    // A map of this owner would not know of this plant; it is loaded again when a bound next applies.
+  ): Promise<SlotOutcome | undefined> => {
+    await declare('unbounded');
+    // A state of this owner would not know of this plant; it is loaded again when a bound next applies.
     forget(owner);
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
-      const attempt = await store.insert(owner, plant, outsideSlot());
+      const attempt = await store.insert(owner, fields, outsideSlot());
       if (attempt === 'inserted') return { _tag: 'Inserted' };
       if (attempt === 'taken') {
-        const stored = await store.find(owner, plant);
+        const stored = await store.find(owner, id);
         if (stored !== undefined) return { _tag: 'Exists', stored };
       }
     }
     return undefined;
   };
 
-  /** A plant of the owner in that slot was deleted through this process: its room is free at once. */
-  const freed = (owner: string, slot: unknown): void => {
-    const map = maps.get(owner)?.map;
-    if (map === undefined) return;
+  /**
+   * A plant of the owner in that slot was deleted through this process: its room is free here at once, and a hint
+   * tells the other processes (for a slot that may be inside some bound).
+   */
+  const freed = async (owner: string, slot: unknown): Promise<void> => {
     const n = slotNumber(slot);
-    // An outside plant may or may not be in what was loaded: load again rather than guess the count.
-    if (n === undefined || n >= map.max) return forget(owner);
-    map.release(n);
-    map.fullCheckedAt = 0;
+    const state = states.get(owner)?.state;
+    if (state !== undefined) {
+      // An outside plant may or may not be in what was loaded: load again rather than guess the count.
+      if (n === undefined || n >= state.max) forget(owner);
+      else {
+        state.clear(n);
+        state.cursor = n;
+      }
+    }
+    if (n === undefined || n >= OUTSIDE_FROM) return;
+    const at = await store.hint(owner, n);
+    if (state !== undefined && states.get(owner)?.state === state) {
+      if (state.ownHints.size >= 2 * HINT_PLACES) state.ownHints.clear();
+      state.ownHints.add(`${n}@${at}`);
+      weigh(owner);
+    }
   };
 
-  /** Drops every map (after the service mended slots or rebuilt the slot index). */
+  /** Drops every state (after a mend, or a new marker). */
   const forgetAll = (): void => {
-    epoch++;
-    maps.clear();
+    states.clear();
     bytes = 0;
   };
 
-  return { insert, freed, forgetAll };
+  return {
+    insert,
+    freed,
+    /** Reads the markers again (the repository's periodic check). */
+    refresh: freshMarkers,
+    /** Heap bytes the states hold, as weighed, and how many owners they are of. */
+    usage: () => ({ bytes, owners: states.size }),
+  };
+};
+
+export interface SlotCollections {
+  readonly plants: Collection<Document>;
+  /** `plants` on a pool of its own, for loads (see the repository's `slotLoadTimeoutMs`). */
+  readonly loadPlants: () => Promise<Collection<Document>>;
+  readonly markers: Collection<Document>;
+  readonly freed: Collection<Document>;
+  readonly writeConcern: WriteConcernSettings;
+  readonly maxTimeMS: number;
+  readonly loadTimeoutMs: number;
+  /** The plant fields a lookup returns (the repository's projection). */
+  readonly plantFields: Document;
+}
+
+/** Tries of one slot move that collides with another process's (see `move`). */
+const MOVE_ATTEMPTS = 5;
+
+/** The slots' commands on MongoDB. */
+export const mongoSlotStore = (c: SlotCollections): SlotStore => {
+  const { writeConcern, maxTimeMS } = c;
+  return {
+    load: async (owner, max) =>
+      (await c.loadPlants())
+        // One reply for an owner within its bound (no getMore); an owner above it (a lowered bound) takes more.
+        .find(
+          { owner },
+          { projection: { _id: 1, slot: 1 }, batchSize: Math.min(max + 1, 100_000), maxTimeMS: c.loadTimeoutMs },
+        )
+        .toArray(),
+    insert: async (owner, fields, slot) => {
+      try {
+        await c.plants.insertOne({ _id: new ObjectId(), owner, slot, ...fields }, { writeConcern, maxTimeMS });
+        return 'inserted';
+      } catch (e) {
+        if (isDuplicateKey(e)) return attemptOfKeyPattern((e as { keyPattern?: unknown }).keyPattern);
+        throw e;
+      }
+    },
+    find: async (owner, id) => (await c.plants.findOne({ owner, id }, { projection: c.plantFields, maxTimeMS })) ?? undefined,
+    move: async (_id, to) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          // Not conditioned on the slot it was loaded in: FerretDB's updates are not atomic, so a condition would not
+          // keep two processes from moving one plant; `moveInside` does not depend on it.
+          await c.plants.updateOne({ _id: _id as ObjectId }, { $set: { slot: to } }, { writeConcern, maxTimeMS });
+          return true; // moved, or deleted meanwhile: either way no longer outside
+        } catch (e) {
+          if (isDuplicateKey(e)) return false;
+          // Collided with another process's move at that moment (on FerretDB/PostgreSQL a deadlock, which PostgreSQL
+          // settles by failing one side): nothing changed, and the same move sent again goes through.
+          if (!isWriteConflict(e) || attempt >= MOVE_ATTEMPTS) throw e;
+          await new Promise((resolve) => setTimeout(resolve, randomInt(5, 30)));
+        }
+      }
+    },
+    markers: () => c.markers.find({}, { projection: { _id: 1 }, maxTimeMS }).toArray(),
+    mark: async (id) => {
+      try {
+        await c.markers.insertOne({ _id: id as unknown as ObjectId }, { writeConcern, maxTimeMS });
+      } catch (e) {
+        if (!isDuplicateKey(e)) throw e;
+      }
+    },
+    anyPlant: async () => (await c.plants.findOne({}, { projection: { _id: 1 }, maxTimeMS })) !== null,
+    hint: async (owner, slot) => {
+      // A lost update (FerretDB's are read-then-write) loses only a hint.
+      const at = Date.now();
+      await c.freed.updateOne(
+        { _id: owner as unknown as ObjectId },
+        { $set: { [`h${slot % HINT_PLACES}`]: { s: slot, t: at } } },
+        { upsert: true, writeConcern, maxTimeMS },
+      );
+      return at;
+    },
+    hints: async (owner) => {
+      const doc = await c.freed.findOne({ _id: owner as unknown as ObjectId }, { maxTimeMS });
+      if (doc === null) return [];
+      const hints: Hint[] = [];
+      for (const [key, value] of Object.entries(doc)) {
+        if (key === '_id' || typeof value !== 'object' || value === null) continue;
+        const slot = slotNumber((value as { s?: unknown }).s);
+        const at = (value as { t?: unknown }).t;
+        if (slot !== undefined && typeof at === 'number') hints.push({ slot, at });
+      }
+      return hints;
+    },
+  };
 };

@@ -103,6 +103,12 @@ export const variables = {
   },
   MONGODB_JOURNAL: { name: 'MONGODB_JOURNAL', read: readBoolean, fallback: true, example: 'true' },
   STORAGE_TIMEOUT_MS: { name: 'STORAGE_TIMEOUT_MS', read: readInteger(50, 60_000), fallback: 2000, example: '2000' },
+  MONGODB_SLOTS_MEMORY_BYTES: {
+    name: 'MONGODB_SLOTS_MEMORY_BYTES',
+    read: readInteger(0, 2 ** 40),
+    fallback: 64 * 1024 * 1024,
+    example: '67108864',
+  },
   MAX_PLANTS_PER_OWNER: {
     name: 'MAX_PLANTS_PER_OWNER',
     read: readInteger(0, 1_000_000_000),

@@ -57,6 +57,8 @@ for (const backend of backends) {
       journal: true,
       logger: pino({ level: 'silent' }),
       indexRecheckMs: 3_600_000,
+      // A refusal rests on the load of the owner before it, however slow the server (see owner-slots.ts).
+      fullRecheckMs: 600_000,
       monitorCommands: true,
     });
     const repo = store.repository;

@@ -294,13 +294,10 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   });
 
   // A running service notices a dropped index or collection within indexRecheckMs, without a request asking.
-  const recheckTimer = setInterval(
-    () => {
-      void index.recheck(true).catch(() => undefined);
-      void slots.refresh().catch(() => undefined);
-    },
-    options.indexRecheckMs ?? 30_000,
-  );
+  const recheckTimer = setInterval(() => {
+    void index.recheck(true).catch(() => undefined);
+    void slots.refresh().catch(() => undefined);
+  }, options.indexRecheckMs ?? 30_000);
   recheckTimer.unref();
 
   return {

@@ -629,7 +629,8 @@ export const mongoSlotStore = (c: SlotCollections): SlotStore => {
         throw e;
       }
     },
-    find: async (owner, id) => (await c.plants.findOne({ owner, id }, { projection: c.plantFields, maxTimeMS })) ?? undefined,
+    find: async (owner, id) =>
+      (await c.plants.findOne({ owner, id }, { projection: c.plantFields, maxTimeMS })) ?? undefined,
     move: async (_id, to) => {
       for (let attempt = 1; ; attempt++) {
         try {

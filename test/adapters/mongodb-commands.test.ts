@@ -105,9 +105,10 @@ for (const backend of backends) {
         rows.push(
           `${n}: create ${cold.length} (first of this owner here: ${cold.join('+')}), then ${warm.length}; retry ${retry.length}; 409 ${conflict.length}; delete ${remove.length}; page ${page.length}${full.length > 0 ? `; refused at the bound ${firstFull.length} then ${full.length}` : ''}`,
         );
-        // An owner this process holds nothing of: the markers, then inserts from a random place (a full owner it
-        // learns by collisions and one load).
-        if (n < MAX / 100) assert.equal(cold, ['find', 'insert'], `first create at ${n}`);
+        // An owner this process holds nothing of: the markers (unless read within the last second), then inserts
+        // from a random place (a full owner it learns by collisions and one load).
+        if (n < MAX / 100)
+          assert.ok(cold.length <= 2 && cold.at(-1) === 'insert', `first create at ${n}: ${cold.join(', ')}`);
         else assert.ok(cold.length <= 40, `first create at ${n}: ${cold.join(', ')}`);
         assert.equal(warm, ['insert'], `create at ${n}`);
         if (n + 1 >= MAX) {

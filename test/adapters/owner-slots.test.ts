@@ -97,10 +97,6 @@ const fakeServer = () => {
     remove,
     failNext: () => (failNext = true),
     moveTo: (f: typeof moveTo) => (moveTo = f),
-    unbounded: (owner: string, id: bigint) => {
-      markers.set('unbounded', undefined);
-      plants.set(`doc${nextId++}`, { owner, slot: outsideSlot(), id });
-    },
   };
 };
 
@@ -184,8 +180,9 @@ test('without a marker of outside plants a create reads nothing of the owner: on
 test('a marker of plants created without a bound makes a process that holds nothing of the owner count them', async () => {
   const server = fakeServer();
   const slots = ownerSlots(server.store, { budgetBytes: 1 << 20, fullRecheckMs: 1000 });
+  const other = ownerSlots(server.store, { budgetBytes: 1 << 20, fullRecheckMs: 1000 });
   await create(slots, 'bob', 100, 10); // markers read, nothing risky yet
-  for (let id = 0; id < 3; id++) server.unbounded('alice', BigInt(id));
+  for (let id = 0; id < 3; id++) assert.is((await create(other, 'alice', id, Infinity))?._tag, 'Inserted');
   const outcomes = await Promise.all(Array.from({ length: 10 }, (_, i) => create(slots, 'alice', 10 + i, 5)));
   assert.is(outcomes.filter((o) => o?._tag === 'Inserted').length, 2);
   assert.is([...server.plants.values()].filter((p) => p.owner === 'alice').length, 5);
@@ -210,8 +207,9 @@ test('room freed through another process is found through its hint, without load
 test('a plant moved twice (by two processes) does not leave a create refused while there is room', async () => {
   const server = fakeServer();
   const slots = ownerSlots(server.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  const other = ownerSlots(server.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
   await create(slots, 'bob', 100, 10);
-  for (let id = 0; id < 3; id++) server.unbounded('alice', BigInt(id));
+  for (let id = 0; id < 3; id++) assert.is((await create(other, 'alice', id, Infinity))?._tag, 'Inserted');
   // Each move lands one slot further than asked: the slot this process believes taken by the move stays free.
   server.moveTo((to) => (to + 1) % 6);
   const outcomes = await Promise.all(Array.from({ length: 6 }, (_, i) => create(slots, 'alice', 10 + i, 6)));

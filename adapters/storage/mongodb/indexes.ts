@@ -42,6 +42,11 @@ export interface IndexOptions {
   /** How often a running service checks that the indexes are still there. */
   readonly recheckMs: number;
   readonly writeConcern: WriteConcernSettings;
+  /**
+   * Called whenever the slot index was (re)built, here or by another process: what the slots remember of owners is
+   * stale (their counts; exactness rests on the markers, see owner-slots.ts).
+   */
+  readonly onSlotsChanged: () => void;
   /** The quota's markers (owner-slots.ts): a mend marks itself there before it writes (`markMended`). */
   readonly markers: Collection<Document>;
 }
@@ -167,10 +172,14 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     throw new IndexUnusable(problem);
   };
 
+  let mendMarked = false;
   /** Sets each plant's slot (by `_id`), a batch at a time; a slot taken meanwhile leaves that plant for the next round. */
   const setSlots = async (ids: readonly unknown[]): Promise<void> => {
-    // Outside plants are about to exist: every process must count them (owner-slots.ts).
-    if (ids.length > 0) await markMended(options.markers, writeConcern);
+    // Outside plants are about to exist: every process must count them (owner-slots.ts). Once per build.
+    if (ids.length > 0 && !mendMarked) {
+      await markMended(options.markers, writeConcern);
+      mendMarked = true;
+    }
     for (let i = 0; i < ids.length; i += MEND_BATCH) {
       await Promise.all(
         ids.slice(i, i + MEND_BATCH).map((_id) =>
@@ -228,7 +237,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
   const adopt = (slots: string): void => {
     const changed = slotGeneration !== undefined && slots !== slotGeneration;
     slotGeneration = slots;
-    if (changed) logger.info({ storage: 'mongodb', index: SLOT_SPEC.name }, 'storage: the slot index was rebuilt');
+    if (changed) options.onSlotsChanged();
   };
 
   const createSlotIndex = async (name: string): Promise<void> => {
@@ -237,6 +246,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
 
   const build = async (): Promise<void> => {
     const wasRefused = state.kind === 'refused';
+    mendMarked = false;
     try {
       await collection.createIndex(ID_SPEC.key, { unique: true, name: INDEX_NAME });
     } catch (e) {
@@ -308,6 +318,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
       if (after.idProblem !== undefined) refuse(after.idProblem);
       if (after.slots === '') refuse("the quota's index on {owner: 1, slot: 1} was not built; see the server's log");
       slotGeneration = after.slots;
+      options.onSlotsChanged();
     } else adopt(found.slots);
     state = { kind: 'ok', checkedAt: Date.now() };
     if (wasRefused) logger.info({ storage: 'mongodb', index: INDEX_NAME }, RECOVERED);

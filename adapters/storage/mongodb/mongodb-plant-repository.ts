@@ -210,6 +210,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     retryMaxMs: 60_000,
     recheckMs: options.indexRecheckMs ?? 30_000,
     writeConcern,
+    onSlotsChanged: slots.forgetAll,
     markers: db.collection(MARKERS),
   });
 

@@ -59,7 +59,13 @@ export const FREED = 'plants_freed';
  */
 export const markMended = async (markers: Collection<Document>, writeConcern: WriteConcernSettings): Promise<void> => {
   await markers.insertOne({ _id: `mended:${new ObjectId().toHexString()}` as unknown as ObjectId }, { writeConcern });
+  // Every process's creates from now on use markers read after this one (see `markersAsOf`).
+  await new Promise((resolve) => setTimeout(resolve, MARKER_WINDOW_MS));
 };
+
+/** How long a read of the markers serves creates, and how long a write waits after its marker (see `declare`). */
+export const MARKER_WINDOW_MS = 1000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Rounds of "choose a free slot, insert into it" before a create gives up as contended (the caller answers 503). */
 const MAX_ROUNDS = 64;
@@ -109,8 +115,8 @@ export interface SlotStore {
   readonly mark: (id: string) => Promise<void>;
   /** Whether the collection holds any plant. */
   readonly anyPlant: () => Promise<boolean>;
-  /** Records that a slot of the owner was freed; answers the time it recorded. */
-  readonly hint: (owner: string, slot: number) => Promise<number>;
+  /** Records that a slot of the owner was freed. */
+  readonly hint: (owner: string, slot: number) => Promise<unknown>;
   /** The owner's recorded freed slots. */
   readonly hints: (owner: string) => Promise<readonly Hint[]>;
 }
@@ -139,8 +145,8 @@ export class OwnerState {
   checkedVersion = -1;
   /** The markers' version of the last load. */
   loadedVersion = -1;
-  /** Hints applied, or written by this process (`slot@at`): applying one (again) would only undo what it knows. */
-  readonly ownHints = new Set<string>();
+  /** Hints applied already (`slot@at`). */
+  readonly appliedHints = new Set<string>();
   /** Slots being inserted into now: kept set when a load replaces the bits. */
   readonly pending = new Set<number>();
   loading: Promise<void> | undefined;
@@ -175,7 +181,7 @@ export class OwnerState {
 
   /** Heap bytes this state holds as it stands. */
   get bytes(): number {
-    return STATE_BYTES + this.bits.byteLength + (this.outside.size + this.ownHints.size) * OUTSIDE_BYTES;
+    return STATE_BYTES + this.bits.byteLength + (this.outside.size + this.appliedHints.size) * OUTSIDE_BYTES;
   }
 
   /** The owner's plants as this process knows them. */
@@ -314,34 +320,62 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     if (mended !== mendedAt) forgetAll();
     mendedAt = mended;
   };
-  let reading: Promise<void> | undefined;
-  let nextRead: Promise<void> | undefined;
-  /** A read of the markers that starts now or later (never one already under way): creates share it. */
-  const freshMarkers = (): Promise<void> => {
-    if (reading === undefined) {
-      reading = readMarkers().finally(() => {
-        reading = undefined;
-      });
-      return reading;
-    }
-    nextRead ??= reading
-      .catch(() => undefined)
+  /** The last read of the markers that completed, and the one under way, with when each started. */
+  let lastRead: number | undefined;
+  let reading: { readonly at: number; readonly done: Promise<void> } | undefined;
+  const startRead = (): Promise<void> => {
+    const at = performance.now();
+    const done = readMarkers()
       .then(() => {
-        nextRead = undefined;
-        return freshMarkers();
+        lastRead = Math.max(lastRead ?? at, at);
+      })
+      .finally(() => {
+        if (reading?.at === at) reading = undefined;
       });
-    return nextRead;
+    reading = { at, done };
+    return done;
+  };
+  /**
+   * Markers read by a read that started less than `MARKER_WINDOW_MS` before `now` (the start of a create): a marker
+   * acknowledged before that read started is in it, and the writes it covers come at least `MARKER_WINDOW_MS` after
+   * it (see `declare`), so every outside plant stored before the create started has its marker in what it uses.
+   * Creates share reads: about one a `MARKER_WINDOW_MS` per process.
+   */
+  const markersAsOf = (now: number): Promise<void> => {
+    if (lastRead !== undefined && lastRead > now - MARKER_WINDOW_MS) return Promise.resolve();
+    if (reading !== undefined && reading.at > now - MARKER_WINDOW_MS) return reading.done;
+    return startRead();
   };
 
-  /** Inserts the marker before this process's first write it covers. */
-  const declare = async (id: string): Promise<void> => {
-    if (marked.has(id)) return;
-    await store.mark(id);
-    marked.add(id);
-    if (!markerIds.has(id)) {
-      markerIds.add(id);
-      version++;
+  /** Which markers `id` puts at risk: their processes must know of it before a write it covers is stored. */
+  const endangers = (id: string, other: string): boolean => {
+    if (!other.startsWith('bound:')) return false;
+    if (id === 'unbounded') return true;
+    return id.startsWith('bound:') && Number(other.slice(6)) < Number(id.slice(6));
+  };
+  const declaring = new Map<string, Promise<void>>();
+  /**
+   * Inserts the marker before this process's first write it covers. When a process with a bound it endangers exists
+   * (its own marker is there), the write waits `MARKER_WINDOW_MS` after the marker: every process's creates from then
+   * on use markers read after it (see `markersAsOf`). Once per marker and process.
+   */
+  const declare = (id: string): Promise<void> => {
+    let pending = declaring.get(id);
+    if (pending === undefined) {
+      pending = (async () => {
+        await store.mark(id);
+        marked.add(id);
+        if (!markerIds.has(id)) {
+          markerIds.add(id);
+          version++;
+        }
+        await startRead();
+        if ([...markerIds].some((other) => endangers(id, other))) await sleep(MARKER_WINDOW_MS);
+      })();
+      pending.catch(() => declaring.delete(id));
+      declaring.set(id, pending);
     }
+    return pending;
   };
 
   /** Loads the owner's slots into its state; concurrent creates share one load, which outlives the requests. */
@@ -394,25 +428,27 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     return state.admitting;
   };
 
-  /** Applies the hints of slots freed since the last ones applied; whether any cleared a slot. */
+  /**
+   * Applies the newest hint of a slot freed since the last look; whether it cleared a slot. Only the newest: an older
+   * one was most likely taken already by the create it was left for (trying it would cost an insert in vain); a free
+   * slot whose hint is skipped is found by the load a 403 rests on.
+   */
   const applyHints = async (owner: string, state: OwnerState): Promise<boolean> => {
-    let cleared = false;
-    let seen = state.hintsSeen;
-    for (const { slot, at } of await store.hints(owner)) {
-      // Applied once each: its own ones, and those of the same millisecond as the last look, are remembered.
-      const key = `${slot}@${at}`;
-      if (at < state.hintsSeen || state.ownHints.has(key)) continue;
-      if (state.ownHints.size >= 2 * HINT_PLACES) state.ownHints.clear();
-      state.ownHints.add(key);
-      seen = Math.max(seen, at);
-      if (slot < state.max && state.has(slot) && !state.pending.has(slot)) {
-        state.clear(slot);
-        state.cursor = slot;
-        cleared = true;
-      }
+    let newest: Hint | undefined;
+    for (const hint of await store.hints(owner)) {
+      // Those applied already (of the same millisecond as the last look) are remembered.
+      const key = `${hint.slot}@${hint.at}`;
+      if (hint.at < state.hintsSeen || state.appliedHints.has(key)) continue;
+      if (newest === undefined || hint.at > newest.at) newest = hint;
     }
-    state.hintsSeen = seen;
-    return cleared;
+    if (newest === undefined) return false;
+    state.hintsSeen = newest.at;
+    if (state.appliedHints.size >= 2 * HINT_PLACES) state.appliedHints.clear();
+    state.appliedHints.add(`${newest.slot}@${newest.at}`);
+    if (newest.slot >= state.max || !state.has(newest.slot) || state.pending.has(newest.slot)) return false;
+    state.clear(newest.slot);
+    state.cursor = newest.slot;
+    return true;
   };
 
   /**
@@ -428,13 +464,14 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     check: () => void,
     giveUpAt: number,
   ): Promise<SlotOutcome | undefined> => {
+    const startedAt = performance.now();
     if (!Number.isFinite(max)) return insertUnbounded(owner, id, fields, check, giveUpAt);
     await declare(`bound:${max}`);
     let entry = states.get(owner);
     if (entry === undefined || entry.state.max !== max) {
       // An owner this process holds nothing of: the markers as of now say whether it may have outside plants.
       check();
-      await freshMarkers();
+      await markersAsOf(startedAt);
       entry = states.get(owner);
       if (entry === undefined || entry.state.max !== max) {
         remember(owner, new OwnerState(max));
@@ -559,20 +596,23 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
   const freed = async (owner: string, slot: unknown): Promise<void> => {
     const n = slotNumber(slot);
     const state = states.get(owner)?.state;
-    if (state !== undefined) {
-      // An outside plant may or may not be in what was loaded: load again rather than guess the count.
-      if (n === undefined || n >= state.max) forget(owner);
-      else {
-        state.clear(n);
-        state.cursor = n;
-      }
-    }
+    // An outside plant may or may not be in what was loaded: load again rather than guess the count.
+    if (state !== undefined && (n === undefined || n >= state.max)) forget(owner);
     if (n === undefined || n >= OUTSIDE_FROM) return;
-    const at = await store.hint(owner, n);
-    if (state !== undefined && states.get(owner)?.state === state) {
-      if (state.ownHints.size >= 2 * HINT_PLACES) state.ownHints.clear();
-      state.ownHints.add(`${n}@${at}`);
-      weigh(owner);
+    const clearHere = () => {
+      if (state === undefined || states.get(owner)?.state !== state || n >= state.max) return;
+      state.clear(n);
+      state.cursor = n;
+    };
+    // An owner with room: the slot is free here at once. An owner that looked full: the slot is left to the hint,
+    // which every process (this one too) reads when the owner looks full, newest first; cleared here, it would be
+    // tried again after another process took it.
+    if (state !== undefined && state.known < state.max) clearHere();
+    try {
+      await store.hint(owner, n);
+    } catch (e) {
+      clearHere(); // no hint: this process at least knows
+      throw e;
     }
   };
 
@@ -585,8 +625,10 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
   return {
     insert,
     freed,
+    /** Drops every state (the slot index was rebuilt: the counts they hold may be stale). */
+    forgetAll,
     /** Reads the markers again (the repository's periodic check). */
-    refresh: freshMarkers,
+    refresh: startRead,
     /** Heap bytes the states hold, as weighed, and how many owners they are of. */
     usage: () => ({ bytes, owners: states.size }),
   };

@@ -250,6 +250,7 @@ const replacing = async () => {
   let unavailable = 0;
   let longestMs = 0;
   const createdBy: Record<string, number> = {};
+  let loads = 0;
   const t0 = performance.now();
   for (let i = 0; i < P.replacements; i++) {
     count.reset();
@@ -267,12 +268,13 @@ const replacing = async () => {
     }
     longestMs = Math.max(longestMs, ms(started));
     createCommands += count.c.total;
+    loads += count.c.loads;
     for (const [name, n] of Object.entries(count.c.byName)) createdBy[name] = (createdBy[name] ?? 0) + n;
   }
   const secs = ms(t0) / 1000;
   count.stop();
   console.log(
-    `c. replacing plants at the quota (${P.quota}) across 3 instances, ${P.replacements} times: ${fmt(P.replacements / secs, 1)} replacements/s; per replacement ${fmt((deleteCommands + createCommands) / P.replacements)} commands (delete ${fmt(deleteCommands / P.replacements)}, create ${fmt(createCommands / P.replacements)}); ${refusedWithRoom} creates answered 403 while there was room, ${unavailable} 503; longest until stored ${fmt(longestMs, 0)} ms; the creates' commands: ${JSON.stringify(createdBy)}, ${count.c.loads} loads`,
+    `c. replacing plants at the quota (${P.quota}) across 3 instances, ${P.replacements} times: ${fmt(P.replacements / secs, 1)} replacements/s; per replacement ${fmt((deleteCommands + createCommands) / P.replacements)} commands (delete ${fmt(deleteCommands / P.replacements)}, create ${fmt(createCommands / P.replacements)}); ${refusedWithRoom} creates answered 403 while there was room, ${unavailable} 503; longest until stored ${fmt(longestMs, 0)} ms; the creates' commands: ${JSON.stringify(createdBy)}, ${loads} loads of the owner`,
   );
   await Promise.all(stores.map((s) => s.close()));
 };

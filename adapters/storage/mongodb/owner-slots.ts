@@ -71,8 +71,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const MAX_ROUNDS = 64;
 /** Slots lost to other processes within one create before the owner is loaded (in the background). */
 const LOAD_AFTER_COLLISIONS = 4;
-/** Heap bytes of an owner's state besides its bitset (object, LRU entry, owner string), and of one outside plant. */
-export const STATE_BYTES = 400;
+/**
+ * Heap bytes of an owner's state besides its bitset's 1 bit a slot (the state, its sets, the bitset's buffer, the LRU
+ * entry, the owner's name), and of one outside plant remembered: measured with `bench/slots-memory.ts` (about 2,300
+ * to 2,430 bytes an owner at a quota of 10,000, of which 1,250 the bits), rounded up.
+ */
+export const STATE_BYTES = 1200;
 export const OUTSIDE_BYTES = 120;
 /** Hints of freed slots kept per owner: the slot's number modulo this picks its place (a newer one replaces it). */
 const HINT_PLACES = 32;

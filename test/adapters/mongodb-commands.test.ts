@@ -110,7 +110,9 @@ for (const backend of backends) {
         if (n < MAX / 100)
           assert.ok(cold.length <= 2 && cold.at(-1) === 'insert', `first create at ${n}: ${cold.join(', ')}`);
         else assert.ok(cold.length <= 40, `first create at ${n}: ${cold.join(', ')}`);
-        assert.equal(warm, ['insert'], `create at ${n}`);
+        // At the bound, after its own delete: the freed slot is taken through its hint (left to the hint, since
+        // another process would likely take it first; see owner-slots.ts).
+        assert.equal(warm, n + 1 >= MAX ? ['find', 'insert'] : ['insert'], `create at ${n}`);
         if (n + 1 >= MAX) {
           assert.ok(firstFull.length <= 3, `first refusal: ${firstFull.join(', ')}`);
           assert.equal(full, ['find', 'find'], `refused at the bound (the hints of freed slots, the id)`);

@@ -19,8 +19,9 @@ import { isDuplicateKey, isWriteConflict } from './mongodb-errors.js';
  * first create without one, `mended` before the index upkeep gives any plant an outside slot (`markMended`), and
  * `legacy` when a process finds plants stored before markers existed. Under a bound `max`, an owner may have outside
  * plants only if a marker says so (`unbounded`, `mended`, `legacy`, or a `bound:<n>` with n > max): the *risk*. The
- * markers are read before the first create of an owner this process holds no state for (one `find` of a few
- * documents, shared by the creates that start meanwhile), and every `recheckMs`.
+ * markers are read before the first create of an owner this process holds no state for, unless read less than
+ * `MARKER_WINDOW_MS` before (one `find` of a few documents, shared by the creates that start meanwhile); a process
+ * waits `MARKER_WINDOW_MS` after a marker before the first write it covers (see `declare`).
  *
  * Without risk, a create picks a free inside slot and inserts (the fast path, no read). Under risk, an owner is first
  * loaded (its `_id`s and slots, one `find`) and its outside plants moved into free inside slots (`updateOne`, one each;
@@ -64,7 +65,7 @@ export const markMended = async (markers: Collection<Document>, writeConcern: Wr
 };
 
 /** How long a read of the markers serves creates, and how long a write waits after its marker (see `declare`). */
-export const MARKER_WINDOW_MS = 1000;
+export const MARKER_WINDOW_MS = 200;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Rounds of "choose a free slot, insert into it" before a create gives up as contended (the caller answers 503). */

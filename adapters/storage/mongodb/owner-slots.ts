@@ -560,6 +560,10 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
       }
       // Another process holds that slot, and likely the run around it: it stays marked taken, and the cursor jumps.
       state.jump();
+      // Under risk, processes move plants: one moved twice (FerretDB's updates are not atomic) leaves a slot free that
+      // a load just before believed taken. A slot found taken that the last load believed free says the load may be
+      // such a picture: a 403 then rests on a new one.
+      if (risky(markerIds, max)) state.loadedAt = 0;
       // Many collisions: the owner is fuller than this process knows. Load it in the background (the create goes on
       // probing meanwhile, so that a slow load does not hold it), and wait for the load only past 12 in a row.
       if (++collisions % LOAD_AFTER_COLLISIONS === 0) {

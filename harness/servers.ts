@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -106,6 +106,38 @@ interface Launch {
   as?: Account;
 }
 
+/** The processes below `pid` (Linux, from /proc; elsewhere none). */
+const descendantsOf = (pid: number): number[] => {
+  const parents = new Map<number, number>();
+  let entries: string[] = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  const found: number[] = [];
+  const below = [pid];
+  while (below.length > 0) {
+    const parent = below.pop() as number;
+    for (const [child, ppid] of parents) {
+      if (ppid === parent) {
+        found.push(child);
+        below.push(child);
+      }
+    }
+  }
+  return found;
+};
+
 const supervise = async (
   what: string,
   makeArgs: () => Launch,
@@ -132,13 +164,27 @@ const supervise = async (
     (child.stderr as unknown as { unref?: () => void } | null)?.unref?.();
     await waitUntilAccepting(port, child, what, () => log);
   };
+  /**
+   * Ends the server: gracefully, or `hard` as a crash, SIGKILL to it and every process it started. A crash takes
+   * the whole server: PostgreSQL's backends outlive a SIGKILLed postmaster until they notice (a few milliseconds, or
+   * more on a loaded machine), and meanwhile go on answering the connections they hold, so a test of the outage could
+   * still be served by them.
+   */
   const stop = async (hard = false) => {
     const running = child;
     // A process ended by a signal has signalCode set and exitCode null.
     if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
     running.ref(); // waiting for its exit must hold the run open
     const exited = new Promise((r) => running.once('exit', r));
+    const descendants = hard && running.pid !== undefined ? descendantsOf(running.pid) : [];
     running.kill(hard ? 'SIGKILL' : signals.stop);
+    for (const pid of descendants) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
     await exited;
   };
   const cleanUp = () => {

@@ -66,12 +66,15 @@ test('a 404, a 405 and a 200 there each log one request line with their id and s
   }
 });
 
-test('a request its parser refuses there is counted too (route unrouted)', async () => {
+test('a request its parser refuses there is counted too (route unrouted), and its line names the listener', async () => {
   const svc = await started();
   try {
     assert.is((await rawRequest(svc.port, ['FOO /metrics HTTP/1.1\r\nHost: x\r\n\r\n'])).status, 400);
     const m = await svc.scrape();
     assert.is(m.value('http_requests_total', { route: 'unrouted', status: '400' }), 1);
+    const refused = svc.requests().filter((l) => l['status'] === 400);
+    assert.is(refused.length, 1, JSON.stringify(svc.requests()));
+    assert.is(refused[0]?.['listener'], 'metrics', 'its line says which listener refused it');
   } finally {
     await svc.close();
   }

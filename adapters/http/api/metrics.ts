@@ -53,7 +53,17 @@ export const metricsServer = (
   exposition: MetricsExposition,
   deps: { readonly logger: Logger; readonly limits: ServerLimits; readonly metrics?: HttpMetrics | undefined },
 ): Server => {
-  const { logger } = deps;
+  // Every line of this listener says so, also those its parser's refusals write (server.ts).
+  const tag =
+    (write: Logger['info']): Logger['info'] =>
+    (fields, message) =>
+      write({ ...fields, listener: 'metrics' }, message);
+  const logger: Logger = {
+    debug: tag(deps.logger.debug.bind(deps.logger)),
+    info: tag(deps.logger.info.bind(deps.logger)),
+    warn: tag(deps.logger.warn.bind(deps.logger)),
+    error: tag(deps.logger.error.bind(deps.logger)),
+  };
   const metrics = deps.metrics === undefined ? undefined : boundedMethods(deps.metrics);
   return createHttpServer(
     (req, res) => {
@@ -75,7 +85,7 @@ export const metricsServer = (
         res.end(body);
         const ms = performance.now() - startedAt;
         metrics?.observe(method, route, status, ms / 1000);
-        logger.info({ reqId, method, route, status, ms: Math.round(ms * 100) / 100, listener: 'metrics' }, 'request');
+        logger.info({ reqId, method, route, status, ms: Math.round(ms * 100) / 100 }, 'request');
       };
       const json = 'application/json; charset=utf-8';
       const path = (req.url ?? '').split('?')[0];

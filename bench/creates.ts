@@ -11,24 +11,15 @@
  * adapter instance, as a process just started, and makes each owner's first create before the clock runs (one load
  * of its slots, which on FerretDB/SQLite reads the whole collection; its time is printed apart). Prints medians.
  */
-import { randomInt, randomUUID } from 'node:crypto';
-import { join, resolve } from 'node:path';
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { MongoClient, ObjectId } from 'mongodb';
+import { randomInt } from 'node:crypto';
+import { ObjectId } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
-import { ferretDbBinary, postgresBinaries, startFerretDb, startFerretDbOnPostgres } from '../harness/servers.js';
+import { arg, benchStore, loadAdapter } from './storage-bench.js';
 
-const arg = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name);
-  return i < 0 ? undefined : process.argv[i + 1];
-};
 const seconds = Number(arg('--seconds') ?? 5);
 const rounds = Number(arg('--rounds') ?? 3);
-const onPostgres = process.argv.includes('--postgres');
-const dist = resolve(arg('--adapter') ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
 const CLIENTS = Number(arg('--clients') ?? 16);
 const QUOTA = Number(arg('--quota') ?? 10_000);
 const OWNERS = arg('--owners');
@@ -43,29 +34,9 @@ for (const [name, value] of [
     throw new Error(`${name} must be a positive ${name === '--seconds' ? 'number' : 'integer'}`);
   }
 }
-const COLLECTION = 'plants';
 
-interface AdapterModule {
-  readonly mongodbPlantRepository: (options: {
-    uri: string;
-    db: string;
-    timeoutMs: number;
-    writeConcern: 'majority';
-    journal: boolean;
-    logger: ReturnType<typeof pino>;
-  }) => { repository: PlantRepository; close: () => Promise<void> };
-}
-const adapter = (await import(join(dist, 'adapters/storage/mongodb/mongodb-plant-repository.js'))) as AdapterModule;
-
-const ferret = ferretDbBinary();
-if ('skip' in ferret) throw new Error(ferret.skip);
-const pg = onPostgres ? postgresBinaries() : undefined;
-if (pg !== undefined && 'skip' in pg) throw new Error(pg.skip);
-const server = pg === undefined ? await startFerretDb(ferret.bin) : await startFerretDbOnPostgres(ferret.bin, pg);
-
-const db = `plantstore_bench_${randomUUID().slice(0, 8)}`;
-const client = new MongoClient(server.uri, { useBigInt64: true });
-const collection = client.db(db).collection(COLLECTION);
+const { adapter, dist } = await loadAdapter();
+const { server, handler, db, client, collection } = await benchStore('plantstore_bench');
 const openAdapter = () =>
   adapter.mongodbPlantRepository({
     uri: server.uri,
@@ -156,7 +127,7 @@ const median = (xs: number[]) => {
 
 try {
   console.log(
-    `creates per second, ${CLIENTS} concurrent clients, quota ${QUOTA}, ${rounds} rounds of ${seconds} s, FerretDB ${pg === undefined ? 'SQLite' : 'PostgreSQL'}; adapter from ${dist}`,
+    `creates per second, ${CLIENTS} concurrent clients, quota ${QUOTA}, ${rounds} rounds of ${seconds} s, FerretDB ${handler}; adapter from ${dist}`,
   );
   for (const [label, fill] of [
     ['owner with no plants', 0],

@@ -14,29 +14,20 @@
  * `--adapter` loads the adapter from another build's dist/ (say main before a change) to compare. `--smoke` seeds
  * 1,000 plants and shortens every wait (test/bench/storage-scale-smoke.test.ts runs it so, in seconds).
  */
-import { randomUUID } from 'node:crypto';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { MongoClient, ObjectId } from 'mongodb';
+import { ObjectId } from 'mongodb';
 import { pino } from 'pino';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
-import { ferretDbBinary, postgresBinaries, startFerretDb, startFerretDbOnPostgres } from '../harness/servers.js';
+import { arg, benchStore, loadAdapter } from './storage-bench.js';
 
-const arg = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name);
-  return i < 0 ? undefined : process.argv[i + 1];
-};
 const smoke = process.argv.includes('--smoke');
-const onPostgres = process.argv.includes('--postgres');
 const PLANTS = Number(arg('--plants') ?? (smoke ? 1000 : 120_000));
 const BIG = Number(arg('--big') ?? (smoke ? 500 : 50_000));
 const RECHECK_MS = Number(arg('--recheck') ?? (smoke ? 200 : 5000));
 /** How long the drop scenario waits for creates to be stored again before it gives up (and says so). */
 const GIVE_UP_MS = smoke ? 20_000 : 120_000;
 const QUOTA = 10_000;
-const dist = resolve(arg('--adapter') ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
 for (const [name, value] of [
   ['--plants', PLANTS],
   ['--big', BIG],
@@ -46,31 +37,10 @@ for (const [name, value] of [
 }
 if (BIG > PLANTS) throw new Error('--big must be at most --plants');
 
-const COLLECTION = 'plants';
 const SLOT_INDEX_PREFIX = 'owner_1_slot_1_unique';
 
-interface AdapterModule {
-  readonly mongodbPlantRepository: (options: {
-    uri: string;
-    db: string;
-    timeoutMs: number;
-    writeConcern: 'majority';
-    journal: boolean;
-    logger: Logger;
-    indexRecheckMs?: number;
-  }) => { repository: PlantRepository; close: () => Promise<void> };
-}
-const adapter = (await import(join(dist, 'adapters/storage/mongodb/mongodb-plant-repository.js'))) as AdapterModule;
-
-const ferret = ferretDbBinary();
-if ('skip' in ferret) throw new Error(ferret.skip);
-const pg = onPostgres ? postgresBinaries() : undefined;
-if (pg !== undefined && 'skip' in pg) throw new Error(pg.skip);
-const server = pg === undefined ? await startFerretDb(ferret.bin) : await startFerretDbOnPostgres(ferret.bin, pg);
-
-const db = `plantstore_scale_${randomUUID().slice(0, 8)}`;
-const client = new MongoClient(server.uri, { useBigInt64: true });
-const collection = client.db(db).collection(COLLECTION);
+const { adapter, dist } = await loadAdapter();
+const { server, handler, db, client, collection } = await benchStore('plantstore_scale');
 /** What the adapter logs (warn and above), with the time since the bench started, for the drop scenario's story. */
 const started = performance.now();
 const logged: string[] = [];
@@ -152,7 +122,7 @@ const readyWithin = async (repository: PlantRepository, withinMs: number): Promi
 
 try {
   console.log(
-    `storage at scale: FerretDB ${pg === undefined ? 'SQLite' : 'PostgreSQL'}, ${PLANTS.toLocaleString('en')} plants (one owner of ${BIG.toLocaleString('en')}); adapter from ${dist}`,
+    `storage at scale: FerretDB ${handler}, ${PLANTS.toLocaleString('en')} plants (one owner of ${BIG.toLocaleString('en')}); adapter from ${dist}`,
   );
   // The indexes as a service made them, then the plants.
   const first = openAdapter();

@@ -1,0 +1,52 @@
+/**
+ * What the storage benches (`creates.ts`, `storage-scale.ts`) share: their arguments, the adapter of the build named
+ * by `--adapter` (this build by default, to compare a change with the tree before it), and one FerretDB (SQLite
+ * handler, or PostgreSQL with `--postgres`) started on a free port with a fresh database's `plants` collection.
+ */
+import { randomUUID } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MongoClient } from 'mongodb';
+import type { Logger } from '../application/ports/logger.js';
+import type { PlantRepository } from '../application/ports/plant-repository.js';
+import { ferretDbBinary, postgresBinaries, startFerretDb, startFerretDbOnPostgres } from '../harness/servers.js';
+
+/** The value after `name` on the command line. */
+export const arg = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i < 0 ? undefined : process.argv[i + 1];
+};
+
+export const COLLECTION = 'plants';
+
+interface AdapterModule {
+  readonly mongodbPlantRepository: (options: {
+    uri: string;
+    db: string;
+    timeoutMs: number;
+    writeConcern: 'majority';
+    journal: boolean;
+    logger: Logger;
+    indexRecheckMs?: number;
+  }) => { repository: PlantRepository; close: () => Promise<void> };
+}
+
+/** The MongoDB adapter of the build `--adapter` names (a dist/ folder), or of this one. */
+export const loadAdapter = async (): Promise<{ readonly adapter: AdapterModule; readonly dist: string }> => {
+  const dist = resolve(arg('--adapter') ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
+  const adapter = (await import(join(dist, 'adapters/storage/mongodb/mongodb-plant-repository.js'))) as AdapterModule;
+  return { adapter, dist };
+};
+
+/** FerretDB on SQLite, or on PostgreSQL with `--postgres`, and a client on a database of its own (`prefix_<random>`). */
+export const benchStore = async (prefix: string) => {
+  const ferret = ferretDbBinary();
+  if ('skip' in ferret) throw new Error(ferret.skip);
+  const pg = process.argv.includes('--postgres') ? postgresBinaries() : undefined;
+  if (pg !== undefined && 'skip' in pg) throw new Error(pg.skip);
+  const server = pg === undefined ? await startFerretDb(ferret.bin) : await startFerretDbOnPostgres(ferret.bin, pg);
+  const db = `${prefix}_${randomUUID().slice(0, 8)}`;
+  const client = new MongoClient(server.uri, { useBigInt64: true });
+  const handler = pg === undefined ? 'SQLite' : 'PostgreSQL';
+  return { server, handler, db, client, collection: client.db(db).collection(COLLECTION) };
+};

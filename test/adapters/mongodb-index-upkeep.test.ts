@@ -11,7 +11,7 @@ import { aPlant, freshOwner, left, right } from '../support/fixtures.js';
 import { ferretDbServers, mongoInstance } from '../support/storage-backends.js';
 import { captureLogs } from '../support/log-capture.js';
 import { suiteWith } from '../support/suites.js';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { carries, startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually } from '../support/wait.js';
 
 /**
@@ -21,11 +21,6 @@ import { eventually } from '../support/wait.js';
  */
 const DEADLINE_MS = 300;
 
-/** A command `name` in what a client sends: the command document's first key, a string (BSON type 2). */
-const carries = (name: string) => {
-  const marker = Buffer.from(`\u0002${name}\u0000`, 'latin1');
-  return (chunk: Buffer) => chunk.includes(marker);
-};
 /** A filter on `slot: null` (BSON type 10): the mend's scan for plants without a slot. */
 const slotNull = Buffer.from('\u000aslot\u0000', 'latin1');
 

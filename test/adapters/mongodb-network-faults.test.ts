@@ -7,7 +7,7 @@ import { startService, type Service } from '../support/http.js';
 import { ferretDbBinary, sharedFerretDb, type RunningServer } from '../../harness/servers.js';
 import { mongoRepository } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { carries, startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { within } from '../support/wait.js';
 
 /**
@@ -17,13 +17,6 @@ import { within } from '../support/wait.js';
  */
 const TIMEOUT_MS = 600;
 const binary = ferretDbBinary();
-
-/** Bytes of a MongoDB command document whose first field (the command name) is `name`, as sent on the wire. */
-const command = (name: string) => Buffer.concat([Buffer.from([0x02]), Buffer.from(`${name}\0`, 'latin1')]);
-const carries = (name: string) => {
-  const marker = command(name);
-  return (chunk: Buffer) => chunk.includes(marker);
-};
 
 interface Subject {
   readonly server: RunningServer;

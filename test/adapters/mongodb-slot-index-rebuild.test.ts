@@ -12,7 +12,7 @@ import { aPlant, freshOwner, right } from '../support/fixtures.js';
 import { ferretDbServers, mongoInstance } from '../support/storage-backends.js';
 import { captureLogs } from '../support/log-capture.js';
 import { suiteWith } from '../support/suites.js';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { carries, startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { eventually, sleep } from '../support/wait.js';
 
 /**
@@ -29,12 +29,6 @@ import { eventually, sleep } from '../support/wait.js';
  * through B afterwards exactly one may store. A B that kept its map would store 7 (16 plants).
  */
 const MAX = 10;
-
-/** The chunks a client sends that carry the command `name`. */
-const carries = (name: string) => {
-  const marker = Buffer.from(`\u0002${name}\u0000`, 'latin1');
-  return (chunk: Buffer) => chunk.includes(marker);
-};
 
 /**
  * What B can see of the rebuild:

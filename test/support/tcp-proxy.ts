@@ -7,6 +7,15 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
  * (for example, the first chunk that carries a `delete` command), so a test can delay exactly one operation.
  */
 
+/**
+ * Whether a chunk a MongoDB client sends carries the command `name`: the command document's first key, a string key
+ * (BSON type 2). For `holdUpstream` and for reading what a client sent.
+ */
+export const carries = (name: string) => {
+  const marker = Buffer.from(`\u0002${name}\u0000`, 'latin1');
+  return (chunk: Buffer): boolean => chunk.includes(marker);
+};
+
 export type Direction = 'up' | 'down' | 'both';
 
 /** One client connection and its upstream twin. `up` is client to server, `down` server to client. */

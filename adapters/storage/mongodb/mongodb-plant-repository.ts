@@ -151,46 +151,42 @@ export interface MongodbPlantRepository {
  */
 export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepository => {
   const { timeoutMs, logger } = options;
-  const client = new MongoClient(options.uri, {
+  /** What every client of the adapter shares: exact int64s, reaching the server within the bound, monitoring. */
+  const common = {
     useBigInt64: true,
     serverSelectionTimeoutMS: timeoutMs,
     connectTimeoutMS: timeoutMs,
+    retryReads: true,
+    monitorCommands: options.monitorCommands ?? false,
+  } as const;
+  const client = new MongoClient(options.uri, {
+    ...common,
     socketTimeoutMS: timeoutMs,
     waitQueueTimeoutMS: timeoutMs,
     heartbeatFrequencyMS: 2000,
     minHeartbeatFrequencyMS: 200,
-    retryReads: true,
     // Creates, deletes and slot moves are insertOne/deleteOne/updateOne: on a replica set the driver retries each
     // once, transparently, across an election (the server recognizes a retry of a write it already applied).
     retryWrites: true,
-    monitorCommands: options.monitorCommands ?? false,
     appName: 'plant-store',
   });
   const db = client.db(options.db);
   const collection: Collection<PlantDocument> = db.collection<PlantDocument>(COLLECTION);
   const loadTimeoutMs = options.slotLoadTimeoutMs ?? 30_000;
   const loadClient = new MongoClient(options.uri, {
-    useBigInt64: true,
-    serverSelectionTimeoutMS: timeoutMs,
-    connectTimeoutMS: timeoutMs,
+    ...common,
     socketTimeoutMS: loadTimeoutMs,
     waitQueueTimeoutMS: timeoutMs,
     maxPoolSize: 4,
-    retryReads: true,
-    monitorCommands: options.monitorCommands ?? false,
     appName: 'plant-store-slots',
   });
   const stepMs = options.indexStepMs ?? 120_000;
   const upkeepClient = new MongoClient(options.uri, {
-    useBigInt64: true,
-    serverSelectionTimeoutMS: timeoutMs,
-    connectTimeoutMS: timeoutMs,
+    ...common,
     socketTimeoutMS: stepMs,
     waitQueueTimeoutMS: stepMs,
     maxPoolSize: 4,
-    retryReads: true,
     retryWrites: true,
-    monitorCommands: options.monitorCommands ?? false,
     appName: 'plant-store-indexes',
   });
   let upkeepConnected: Promise<unknown> | undefined;

@@ -109,6 +109,8 @@ const describe = (p: Proc): string => {
 };
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** How long the runner waits for the processes it SIGKILLed to be gone. */
+const KILL_WAIT_MS = 5000;
 
 let ending: Promise<void> | undefined;
 /** Whether the runner had to end what outlived the run (counted as a failure when no test failed). */
@@ -134,9 +136,12 @@ const endTree = (why: string, counts: boolean): Promise<void> =>
       await Promise.race([uvuExited, sleep(TERM_MS)]);
     }
     const seen = new Map([...before, ...uvuTree()].map((p) => [p.pid, p]));
-    const now = new Map(processes().map((p) => [p.pid, p]));
-    for (const p of seen.values()) {
-      if (now.get(p.pid)?.start !== p.start) continue; // exited, or its pid is another process's now
+    /** Those seen that still run as the same process (not exited, pid not reused). */
+    const alive = () => {
+      const now = new Map(processes().map((p) => [p.pid, p]));
+      return [...seen.values()].filter((p) => now.get(p.pid)?.start === p.start);
+    };
+    for (const p of alive()) {
       try {
         process.kill(p.pid, 'SIGKILL');
       } catch {
@@ -150,6 +155,9 @@ const endTree = (why: string, counts: boolean): Promise<void> =>
         // the group is empty
       }
     }
+    // A SIGKILLed process has not ended when kill() returns (a loaded machine tears a large one down later): the run
+    // ends once they have, so that nothing it started outlives it (bounded: what cannot be killed is not waited on).
+    for (let waited = 0; waited < KILL_WAIT_MS && alive().length > 0; waited += 20) await sleep(20);
     // uvu's output ends when the last process holding it has gone; one this runner could not see must not hold it.
     await Promise.race([outputClosed, sleep(1000)]);
     finish(child.exitCode, child.signalCode);

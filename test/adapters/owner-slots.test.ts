@@ -4,45 +4,139 @@ import {
   attemptOfKeyPattern,
   OUTSIDE_FROM,
   outsideSlot,
-  OwnerMap,
+  OwnerState,
   ownerSlots,
   type SlotStore,
 } from '../../adapters/storage/mongodb/owner-slots.js';
 import type { Plant, PlantId, PlantName } from '../../domain/plant.js';
 
-/** The pieces of the MongoDB quota (owner-slots.ts) that need no server; the rest runs in the storage contract. */
-const test = suite('owner-slots: the map of an owner and duplicate keys');
+/**
+ * The pieces of the MongoDB quota (owner-slots.ts) that need no server, against a store kept in a Map that enforces
+ * the two unique indexes as MongoDB does; the adapter itself runs the storage contract against FerretDB.
+ */
+const test = suite('owner-slots: what a process remembers of an owner, and what it sends');
 
 const holders = (...slots: unknown[]) => slots.map((slot, i) => ({ _id: `doc${i}`, slot }));
+const plantOf = (n: number): Plant => ({ id: BigInt(n) as PlantId, name: `p${n}` as PlantName });
+
+/** One collection of plants under the unique indexes (owner, id) and (owner, slot), counting what is sent. */
+const fakeStore = () => {
+  const docs = new Map<string, { owner: string; plant: Plant; slot: number }>();
+  let next = 0;
+  const sent: Record<string, number> = {};
+  const count = (name: string) => {
+    sent[name] = (sent[name] ?? 0) + 1;
+  };
+  const of = (owner: string) => [...docs.entries()].filter(([, d]) => d.owner === owner);
+  const store: SlotStore = {
+    load: async (owner) => {
+      count('load');
+      return of(owner).map(([_id, d]) => ({ _id, slot: d.slot }));
+    },
+    hasOutside: async (owner, max) => {
+      count('hasOutside');
+      return of(owner).some(([, d]) => d.slot >= max);
+    },
+    insert: async (owner, plant, slot) => {
+      count('insert');
+      const mine = of(owner);
+      if (mine.some(([, d]) => d.plant.id === plant.id)) return 'taken';
+      if (mine.some(([, d]) => d.slot === slot)) return 'slot-taken';
+      docs.set(`doc${next++}`, { owner, plant, slot });
+      return 'inserted';
+    },
+    find: async (owner, plant) => {
+      count('find');
+      return of(owner).find(([, d]) => d.plant.id === plant.id)?.[1].plant;
+    },
+    move: async (moves) => {
+      count('move');
+      return moves.map(({ _id, slot }) => {
+        const doc = docs.get(String(_id));
+        if (doc === undefined) return true;
+        if (of(doc.owner).some(([, d]) => d.slot === slot)) return false;
+        doc.slot = slot;
+        return true;
+      });
+    },
+    compact: async (owner, from, to) => {
+      count('compact');
+      if (of(owner).some(([, d]) => d.slot === to)) return 'taken';
+      const found = of(owner).find(([, d]) => d.slot === from);
+      if (found === undefined) return 'empty';
+      found[1].slot = to;
+      return 'moved';
+    },
+    lock: async () => true,
+    unlock: async () => undefined,
+  };
+  const remove = (owner: string, id: number): number => {
+    const found = of(owner).find(([, d]) => d.plant.id === BigInt(id));
+    if (found === undefined) throw new Error(`no plant ${id}`);
+    docs.delete(found[0]);
+    return found[1].slot;
+  };
+  const seed = (owner: string, slots: readonly number[]) => {
+    for (const slot of slots) docs.set(`doc${next++}`, { owner, plant: plantOf(1_000_000 + next), slot });
+  };
+  return { store, sent, remove, seed, countOf: (owner: string) => of(owner).length };
+};
+
+const noDeadline = () => undefined;
+const later = () => Date.now() + 5_000;
 
 test('slots below the bound are inside; slots at or above it, missing or not counts are outside', () => {
-  const map = OwnerMap.of(5, holders(0, 4, 5, 2 ** 48, undefined, -1, 'x', 3n));
-  assert.equal([...map.taken].sort(), [0, 3, 4]);
-  assert.is(map.outsideCount, 5);
-  assert.is(map.outside.size, 5);
-  assert.is(map.count, 8);
+  const state = new OwnerState(5);
+  state.fill(holders(0, 4, 5, 2 ** 48, undefined, -1, 'x', 3n));
+  assert.equal(
+    [0, 1, 2, 3, 4].filter((s) => state.has(s)),
+    [0, 3, 4],
+  );
+  assert.is(state.outsideCount, 5);
+  assert.is(state.count, 8);
+  assert.not.ok(state.clean);
 });
 
 test('of plants that share an inside slot (left by a dropped index), all but one count as outside', () => {
-  const map = OwnerMap.of(5, holders(1, 1, 1));
-  assert.equal([...map.taken], [1]);
-  assert.is(map.outsideCount, 2);
+  const state = new OwnerState(5);
+  state.fill(holders(1, 1, 1));
+  assert.is(state.taken, 1);
+  assert.is(state.outsideCount, 2);
 });
 
 test('at most the bound of outside plants is remembered, all of them are counted', () => {
-  const map = OwnerMap.of(3, holders(...Array.from({ length: 10 }, (_, i) => OUTSIDE_FROM + i)));
-  assert.is(map.outside.size, 3);
-  assert.is(map.outsideCount, 10);
+  const state = new OwnerState(3);
+  state.fill(holders(...Array.from({ length: 10 }, (_, i) => OUTSIDE_FROM + i)));
+  assert.is(state.outside.size, 3);
+  assert.is(state.outsideCount, 10);
 });
 
-test('reserve hands out every free inside slot once, then none', () => {
-  const map = OwnerMap.of(20, holders(3, 7));
-  const got = Array.from({ length: 18 }, () => map.reserve());
+test('choose hands out every free inside slot once, in a run from the cursor, then none', () => {
+  const state = new OwnerState(20);
+  state.fill(holders(3, 7));
+  const got = Array.from({ length: 18 }, () => state.choose());
   assert.is(new Set(got).size, 18);
   for (const slot of got) assert.ok(slot !== undefined && slot >= 0 && slot < 20 && slot !== 3 && slot !== 7);
-  assert.is(map.reserve(), undefined);
-  map.release(got[0] as number);
-  assert.is(map.reserve(), got[0]);
+  const first = got[0] as number;
+  assert.is(got[1], (first + 1) % 20 === 3 || (first + 1) % 20 === 7 ? (first + 2) % 20 : (first + 1) % 20);
+  assert.is(state.choose(), undefined);
+  state.unmark(first);
+  assert.is(state.choose(), first);
+});
+
+test('after a collision the cursor moves to the middle of the largest run believed free', () => {
+  const state = new OwnerState(100);
+  state.fill(holders(...Array.from({ length: 40 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 90 + i)));
+  state.jump();
+  assert.is(state.choose(), 65, 'the free run is 40..89');
+});
+
+test("a state weighs its bitset, 1 bit a slot, whatever the owner's fill", () => {
+  const empty = new OwnerState(10_000);
+  const full = new OwnerState(10_000);
+  full.fill(holders(...Array.from({ length: 10_000 }, (_, i) => i)));
+  assert.is(empty.bytes, full.bytes);
+  assert.ok(full.bytes < 2_000, `${full.bytes} bytes`);
 });
 
 test('an outside slot lies above every bound the configuration allows', () => {
@@ -58,38 +152,84 @@ test('a duplicate key names the slot index only when MongoDB says so; FerretDB s
   assert.is(attemptOfKeyPattern(undefined), 'taken');
 });
 
+test('with more owners than the budget holds, the states stay within it and no create loads an owner', async () => {
+  const fake = fakeStore();
+  const budget = 10 * new OwnerState(10_000).bytes;
+  const slots = ownerSlots(fake.store, { budgetBytes: budget, fullRecheckMs: 60_000 });
+  let most = 0;
+  for (let i = 0; i < 400; i++) {
+    const outcome = await slots.insert(`owner-${i % 80}`, 10_000, plantOf(i), noDeadline, later());
+    assert.is(outcome?._tag, 'Inserted');
+    most = Math.max(most, slots.heldBytes());
+  }
+  assert.ok(most <= budget, `held ${most} of ${budget}`);
+  assert.is(fake.sent['load'] ?? 0, 10, 'only the first owners, while the budget had room');
+  assert.is(fake.sent['insert'], 400);
+});
+
+test('an owner grown through one process keeps the weight it had when first seen', async () => {
+  const fake = fakeStore();
+  const slots = ownerSlots(fake.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  await slots.insert('alice', 10_000, plantOf(0), noDeadline, later());
+  const first = slots.heldBytes();
+  for (let i = 1; i < 2_000; i++) await slots.insert('alice', 10_000, plantOf(i), noDeadline, later());
+  assert.is(slots.heldBytes(), first);
+  assert.is(fake.sent['insert'], 2_000, 'one insert a create: the run never meets a taken slot');
+});
+
+test('a full owner whose plant was deleted through another process gets the room back in one insert', async () => {
+  const fake = fakeStore();
+  fake.seed('bob', Array.from({ length: 50 }, (_, i) => i));
+  const [deleter, creator] = [0, 1].map(() => ownerSlots(fake.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 }));
+  for (const slots of [deleter, creator]) {
+    assert.is((await slots?.insert('bob', 50, plantOf(1), noDeadline, later()))?._tag, 'OwnerFull');
+  }
+  for (let round = 0; round < 5; round++) {
+    const slot = fake.remove('bob', 1_000_000 + 1 + round * 7);
+    await deleter?.freed('bob', slot, noDeadline);
+    for (const key of Object.keys(fake.sent)) delete fake.sent[key];
+    const outcome = await creator?.insert('bob', 50, plantOf(100 + round), noDeadline, later());
+    assert.is(outcome?._tag, 'Inserted');
+    assert.equal(fake.sent, { insert: 1 });
+    assert.is(fake.countOf('bob'), 50);
+  }
+});
+
 test('a create whose insert failed (unknown whether it landed) does not make the next create a 403 from that guess', async () => {
-  const stored = new Map<number, Plant>();
+  const fake = fakeStore();
   let failNext = false;
-  let loads = 0;
   const store: SlotStore = {
-    load: async () => {
-      loads++;
-      return [...stored.keys()].map((slot) => ({ _id: `doc${slot}`, slot }));
-    },
-    insert: async (_owner, plant, slot) => {
+    ...fake.store,
+    insert: async (owner, plant, slot) => {
       if (failNext) {
         failNext = false;
         throw new Error('timed out, not applied');
       }
-      stored.set(slot, plant);
-      return 'inserted';
+      return fake.store.insert(owner, plant, slot);
     },
-    find: async () => undefined,
-    move: async (moves) => moves.map(() => true),
   };
   const slots = ownerSlots(store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
-  const plantOf = (n: number) => ({ id: BigInt(n) as PlantId, name: `p${n}` as PlantName });
-  const create = (n: number) => slots.insert('alice', 2, plantOf(n), () => undefined, Date.now() + 5_000);
+  const create = (n: number) => slots.insert('alice', 2, plantOf(n), noDeadline, later());
   assert.is((await create(1))?._tag, 'Inserted');
   failNext = true;
   await create(2).then(
     () => assert.unreachable('the failed insert answers its error'),
     (e: unknown) => assert.match(String(e), /timed out/),
   );
-  const loadsBefore = loads;
+  const loadsBefore = fake.sent['load'] ?? 0;
   assert.is((await create(3))?._tag, 'Inserted', 'the owner holds 1 of 2: room, though the failed slot looked taken');
-  assert.is(loads, loadsBefore + 1, 'found out by loading the owner again, once');
+  assert.ok((fake.sent['load'] ?? 0) <= loadsBefore + 1, 'found out by trying the last slot, or loading once');
+});
+
+test('outside plants are moved in before an inside create, and an owner over its bound is refused with its count', async () => {
+  const fake = fakeStore();
+  fake.seed('carol', [OUTSIDE_FROM + 1, OUTSIDE_FROM + 2, OUTSIDE_FROM + 3, OUTSIDE_FROM + 4]);
+  const slots = ownerSlots(fake.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  assert.equal(await slots.insert('carol', 5, plantOf(1), noDeadline, later()), { _tag: 'Inserted', count: 5 });
+  assert.equal(await slots.insert('carol', 5, plantOf(2), noDeadline, later()), { _tag: 'OwnerFull', count: 5 });
+  const other = ownerSlots(fake.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  fake.seed('dave', [0, 1, OUTSIDE_FROM + 1, OUTSIDE_FROM + 2]);
+  assert.equal(await other.insert('dave', 3, plantOf(1), noDeadline, later()), { _tag: 'OwnerFull', count: 4 });
 });
 
 test.run();

@@ -54,8 +54,6 @@ export interface IndexOptions {
   /** How often a long build logs how far it got. */
   readonly progressMs: number;
   readonly writeConcern: WriteConcernSettings;
-  /** Called whenever the slot index was (re)built or mended, here or by another process: the slots' maps are stale. */
-  readonly onSlotsChanged: () => void;
 }
 
 /**
@@ -80,6 +78,11 @@ export interface Indexes {
   readonly recheck: (now?: boolean) => Promise<void>;
   /** Stops the upkeep (at its next step) and rejects whatever waits for it. */
   readonly stop: () => void;
+  /**
+   * How many times the slot index was rebuilt or its data mended, by this process or (seen by the index's new name)
+   * by another: outside plants may have come into being each time, so owner-slots.ts drops what it knows.
+   */
+  readonly slotsGeneration: () => number;
 }
 
 type State =
@@ -128,7 +131,7 @@ const diagnose = (e: MongoServerError): string => {
  * instead of 1.4 s at 120,000 plants, on a loaded machine). So it is not conditioned on the slot the plant was read
  * with: a plant another process moved inside meanwhile goes outside again, which is safe because mends happen only
  * while the slot index is missing (the bound is not guarded then anyway), and once the index is built every process
- * drops what it remembers of the owners' slots (`onSlotsChanged`, and the new index name) and reads them again. A
+ * drops what it remembers of the owners' slots (`slotsGeneration`, and the new index name) and reads them again. A
  * fresh outside slot already taken (practically never) leaves the plant for the next round.
  */
 const mendOne = async (
@@ -176,6 +179,9 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
   let rechecking: Promise<void> | undefined;
   /** The names of the slot indexes seen last: another name means another process rebuilt it. */
   let slotGeneration: string | undefined;
+  /** Counts the rebuilds and mends of the slot index seen here or by its new name: what owner-slots.ts remembers of
+   * an earlier count may miss outside plants. */
+  let slotsGeneration = 0;
   /** The name this process builds the slot index under, kept across tries until it is built (see `buildSlotIndex`). */
   let slotName: string | undefined;
 
@@ -354,7 +360,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
   const adopt = (slots: string): void => {
     const changed = slotGeneration !== undefined && slots !== slotGeneration;
     slotGeneration = slots;
-    if (changed) options.onSlotsChanged();
+    if (changed) slotsGeneration++;
   };
 
   /** Mends the data, then builds the slot index (or finds another process's build in place). */
@@ -366,7 +372,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     const before = await inspect();
     if (before.slots !== '') {
       slotGeneration = before.slots;
-      options.onSlotsChanged();
+      slotsGeneration++;
       return;
     }
     const startedAt = performance.now();
@@ -438,7 +444,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     if (after.slots === '') refuse("the quota's index on {owner: 1, slot: 1} was not built; see the server's log");
     slotGeneration = after.slots;
     slotName = undefined;
-    options.onSlotsChanged();
+    slotsGeneration++;
     logger.info(
       { ...fields, index: SLOT_SPEC.name },
       `storage: the quota's index on ${options.namespace} is in place after ${((performance.now() - startedAt) / 1000).toFixed(1)} s`,
@@ -587,5 +593,5 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     for (const waiter of waiters) waiter.settle(new IndexUnusable('the store is closed'));
   };
 
-  return { ready, recheck, stop };
+  return { ready, recheck, stop, slotsGeneration: () => slotsGeneration };
 };

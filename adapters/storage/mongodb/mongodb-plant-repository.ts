@@ -63,8 +63,27 @@ type PlantDocument = Plant & {
 const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
 
 export const COLLECTION = 'plants';
-/** Tries of one slot move that collides with another process's (see `move`). */
+/** Owners whose outside plants a process is moving in right now (owner-slots.ts): `{_id: owner, at}`. */
+export const LOCKS_COLLECTION = 'plants_locks';
+/** A lock this old was left by a process that died holding it (moving an owner's plants takes milliseconds). */
+const LOCK_STALE_MS = 30_000;
+/** Tries of one slot move that collides with another process's (see `retryConflicts`). */
 const MOVE_ATTEMPTS = 5;
+
+/**
+ * Sends an update again when it collided with another process's update of the same documents (on FerretDB/PostgreSQL
+ * a deadlock, which PostgreSQL settles by failing one side): nothing changed, and the same update sent again goes through.
+ */
+const retryConflicts = async <A>(send: () => Promise<A>): Promise<A> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (e) {
+      if (!isWriteConflict(e) || attempt >= MOVE_ATTEMPTS) throw e;
+      await new Promise((resolve) => setTimeout(resolve, randomInt(5, 30)));
+    }
+  }
+};
 
 /** Anything read back is decoded again: a document that breaks a domain rule is a fault, not a plant. */
 const StoredPlant = t.intersection([
@@ -205,6 +224,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     return doc === null ? undefined : decodeStored(doc);
   };
 
+  const locks = db.collection<{ _id: string; at: Date }>(LOCKS_COLLECTION);
   const slotStore: SlotStore = {
     load: async (owner, max) => {
       // Connected explicitly, as the main client is (see ensureReady).
@@ -223,6 +243,9 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
           .toArray()
       );
     },
+    // An index seek on (owner, slot) on MongoDB: one key at most is read.
+    hasOutside: async (owner, max) =>
+      (await collection.findOne({ owner, slot: { $gte: max } }, { projection: { _id: 1 }, maxTimeMS })) !== null,
     insert: async (owner, p, slot) => {
       const doc: PlantDocument = { _id: new ObjectId(), owner, slot, ...p };
       try {
@@ -237,21 +260,48 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     move: (moves) =>
       Promise.all(
         moves.map(async ({ _id, slot }) => {
-          for (let attempt = 1; ; attempt++) {
-            try {
-              await collection.updateOne({ _id: _id as ObjectId }, { $set: { slot } }, { writeConcern, maxTimeMS });
-              return true; // moved, or deleted meanwhile: either way no longer outside
-            } catch (e) {
-              // The slot is taken: not moved (the owner is loaded again; a move is a hint, the index keeps the bound).
-              if (isDuplicateKey(e)) return false;
-              // Collided with another process's move at that moment (on FerretDB/PostgreSQL a deadlock, which
-              // PostgreSQL settles by failing one side): nothing changed, and the same move sent again goes through.
-              if (!isWriteConflict(e) || attempt >= MOVE_ATTEMPTS) throw e;
-              await new Promise((resolve) => setTimeout(resolve, randomInt(5, 30)));
-            }
+          try {
+            await retryConflicts(() =>
+              collection.updateOne({ _id: _id as ObjectId }, { $set: { slot } }, { writeConcern, maxTimeMS }),
+            );
+            return true; // moved, or deleted meanwhile: either way no longer outside
+          } catch (e) {
+            // The slot is taken: not moved (a move is a hint, the index keeps the bound).
+            if (isDuplicateKey(e)) return false;
+            throw e;
           }
         }),
       ),
+    compact: async (owner, from, to) => {
+      try {
+        const result = await retryConflicts(() =>
+          collection.updateOne({ owner, slot: from }, { $set: { slot: to } }, { writeConcern, maxTimeMS }),
+        );
+        return result.matchedCount === 0 ? 'empty' : 'moved';
+      } catch (e) {
+        if (isDuplicateKey(e)) return 'taken';
+        throw e;
+      }
+    },
+    lock: async (owner) => {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        try {
+          await locks.insertOne({ _id: owner, at: new Date() }, { writeConcern, maxTimeMS });
+          return true;
+        } catch (e) {
+          if (!isDuplicateKey(e)) throw e;
+        }
+        // Held: by a process at work, or left by one that died holding it (then taken over once it is old enough).
+        const held = await locks.findOne({ _id: owner }, { maxTimeMS });
+        if (held === null) continue;
+        if (Date.now() - held.at.getTime() < LOCK_STALE_MS) return false;
+        await locks.deleteOne({ _id: owner, at: held.at }, { writeConcern, maxTimeMS });
+      }
+      return false;
+    },
+    unlock: async (owner) => {
+      await locks.deleteOne({ _id: owner }, { writeConcern, maxTimeMS });
+    },
   };
   const slots = ownerSlots(slotStore, {
     budgetBytes: options.slotCacheBytes ?? 64 * 1024 * 1024,
@@ -271,7 +321,6 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     retryMaxMs: 60_000,
     recheckMs: options.indexRecheckMs ?? 30_000,
     writeConcern,
-    onSlotsChanged: slots.forgetAll,
   });
 
   let connected: Promise<unknown> | undefined;
@@ -297,7 +346,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       pipe(
         guarded(timeoutMs, async (call) => {
           await ensureReady(maxPlants === NO_PLANT_LIMIT ? 'id' : 'both', call.signal);
-          return slots.insert(owner, maxPlants, p, call.check, Date.now() + timeoutMs);
+          return slots.insert(owner, maxPlants, p, call.check, Date.now() + timeoutMs, index.slotsGeneration());
         }),
         // Concurrent creates of this owner kept taking the slots it chose: nothing stored, safe to retry.
         TE.flatMap((outcome) => (outcome === undefined ? TE.left(storageUnavailable) : TE.right(outcome))),
@@ -333,7 +382,9 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         const result = await collection.deleteOne({ _id: found._id }, { writeConcern, maxTimeMS });
         // 0: another delete took that plant between our two steps; it is gone, as after a delete ordered after that one.
         if (result.deletedCount !== 1) return false;
-        slots.freed(owner, found.slot);
+        // The room it frees, as this process knows it (and at the bound, moved to where others look: owner-slots.ts).
+        // The plant is deleted whatever that move does.
+        await slots.freed(owner, found.slot, call.check).catch(() => undefined);
         return true;
       }),
 

@@ -8,28 +8,35 @@ import type { Plant } from '../../../domain/plant.js';
  * `{owner, slot}`, and everything this process remembers is a hint that the index corrects.
  *
  * Every plant document holds a `slot`, unique per owner. Under a bound `max` the slots [0, max) are *inside*; every
- * other slot is *outside*: plants created without a bound take a random slot in [2^48, 2^49), plants kept over a
- * lowered bound hold slots at or above it, and documents written before slots existed (mended at start-up, see
- * indexes.ts) get outside slots. A create under a bound may only take an inside slot, so the unique index alone makes
- * more than `max` inside plants impossible, whatever the races between requests and processes.
+ * slot at or above `max` is *outside*: plants created without a bound take a random slot in [2^48, 2^49), plants kept
+ * over a lowered bound hold slots at or above it, and documents the index upkeep mends (written before slots existed,
+ * or sharing a slot while the index was missing, see indexes.ts) get outside slots. A create under a bound only ever
+ * takes an inside slot, so the unique index alone makes more than `max` inside plants impossible, whatever the races.
  *
- * Outside plants count too. A process admits a create into an inside slot only once the owner has no outside plant
- * left: it first moves the outside plants it loaded into free inside slots (`updateOne({_id}, {$set: {slot}})`; the
- * unique index arbitrates an update as it does an insert). Why that is exact across processes: outside plants only
- * come into being when no bound applies or the bound changes (both at a process's start, with an empty map), or when
- * the service mends legacy or duplicate slots (after which every process drops its maps, see indexes.ts). So once a
- * process has loaded the owner's plants, every outside plant that exists is in what it loaded; once each of those has
- * been moved inside (by this process or another: a move only ever goes from outside to inside) or deleted, the owner
- * holds inside plants only, at most `max` by the index, and an insert into a free inside slot keeps it at most `max`.
- * A move that finds its slot taken leaves the plant outside (still counted) and marks the slot taken; an owner whose
- * outside plants cannot all move in keeps at least `max` plants and is refused: an owner above a lowered bound keeps
- * its plants and can create again only once below it.
+ * Outside plants count too. A process admits a create into an inside slot only once it knows the owner has no outside
+ * plant: on first sight of an owner it looks (one `findOne` of a slot at or above `max`, an index seek on MongoDB).
+ * An owner with outside plants is loaded and they are moved into free inside slots (`updateOne` by `_id`, arbitrated
+ * by the unique index as an insert is), by one process at a time per owner (a lock document, see `SlotStore.lock`),
+ * so that no plant is moved twice by two processes that both believe the slot they chose is now taken. An owner whose
+ * outside plants cannot all move in keeps at least `max` plants and is refused.
  *
- * The map of an owner (which inside slots are taken, which outside plants exist) is loaded in one `find` and kept in
- * an LRU bounded by bytes. In the steady state a create is one `insertOne` into a free slot picked at random from the
- * map, or two (the load, then the insert) for an owner not in the map. A slot another process took answers a
- * duplicate key: the slot is marked taken and another one tried. An owner that looks full is loaded again at most
- * once per `fullRecheckMs` (a delete through this process, or a failed insert, clears that limit), never on every request.
+ * Why that is exact across processes that share one bound: outside plants only come into being when no bound applies
+ * or the bound changes (a process started with another bound), or when the upkeep mends slots (after which every
+ * process drops what it knows: the slots' generation). So once a process has looked at an owner and found no outside
+ * plant (or moved them all in), none appears, and an insert into a free inside slot keeps the owner at most `max`.
+ *
+ * What a process remembers of an owner (`OwnerState`) is a bitset of the inside slots it knows taken (1 bit a slot),
+ * a cursor, and, once it has loaded the owner, its count. A create takes the next slot it believes free from the
+ * cursor, which starts at random: creates of one owner through several processes take runs of their own and meet only
+ * where the runs do. A slot found taken (a duplicate key) is marked, and the cursor jumps to the middle of the largest
+ * gap it believes free; after a few such collisions in one create the owner is loaded (every slot, one `find`). The
+ * states are kept in an LRU weighed in bytes as they stand, never above the budget; an owner not held costs one look.
+ *
+ * Room freed at the bound: a delete through a process that believes the owner full (or one short) moves the plant in the last inside
+ * slot (`max - 1`) into the slot just freed (one `updateOne`), so that the free slot of a full owner is always the
+ * last one, and a create through any process that believes the owner full tries that slot first: no process reads the
+ * owner to find the room another one freed. When that slot is taken too, the owner is refused on what this process
+ * loaded at most `fullRecheckMs` ago, and loaded again otherwise.
  */
 
 /** The first outside slot of a plant created without a bound: far above any bound (`MAX_PLANTS_PER_OWNER`). */
@@ -39,10 +46,23 @@ export const outsideSlot = (): number => OUTSIDE_FROM + randomInt(2 ** 48 - 1);
 
 /** Rounds of "choose a free slot, insert into it" before a create gives up as contended (the caller answers 503). */
 const MAX_ROUNDS = 16;
-/** Slots lost to other processes in a row before the map is loaded again. */
-const RELOAD_AFTER_COLLISIONS = 4;
-/** Rough heap bytes of one remembered slot or outside plant, for the LRU's budget. */
-const BYTES_PER_ENTRY = 64;
+/** Slots lost to other processes in one create before the owner is loaded, in the background. */
+const LOAD_AFTER_COLLISIONS = 2;
+/** ... and before the create waits for that load. */
+const WAIT_AFTER_COLLISIONS = 6;
+/** Slots a bitset covers at most (128 KiB); above that, slots beyond are chosen at random and not remembered. */
+export const BITSET_SLOTS = 2 ** 20;
+/** Above this many slots a collision moves the cursor at random rather than measure every free run. */
+const JUMP_SCAN_SLOTS = 2 ** 16;
+/**
+ * Heap bytes of one owner's state beside its bitset: the object, its LRU entry and the owner's name (measured with
+ * `node --expose-gc dist/bench/slots-memory.js`, see docs/storage.md).
+ */
+export const STATE_BYTES = 400;
+/** Heap bytes of one remembered outside plant (its `_id` and slot), while it waits to be moved in. */
+const OUTSIDE_BYTES = 160;
+/** Tries to take an owner's lock (another process moving its plants in) before the create gives up (503). */
+const LOCK_TRIES = 40;
 
 /** How an attempt to insert into a slot ended; `taken` when the store did not say which unique index refused it. */
 export type SlotAttempt = 'inserted' | 'slot-taken' | 'taken';
@@ -54,16 +74,18 @@ export type SlotAttempt = 'inserted' | 'slot-taken' | 'taken';
 export const attemptOfKeyPattern = (pattern: unknown): SlotAttempt =>
   typeof pattern === 'object' && pattern !== null && 'slot' in pattern && !('id' in pattern) ? 'slot-taken' : 'taken';
 
-/** One stored plant as the map's load reads it: its `_id` (to move it) and its slot, if it has a usable one. */
+/** One stored plant as a load reads it: its `_id` (to move it) and its slot. */
 export interface SlotHolder {
   readonly _id: unknown;
   readonly slot?: unknown;
 }
 
-/** What the slots need from the store; each function is one command. */
+/** What the slots need from the store; each function is one command, unless it says otherwise. */
 export interface SlotStore {
-  /** The owner's plants' `_id` and `slot`, in one round trip for an owner of at most `max` plants. */
+  /** Every plant of the owner: `_id` and `slot`, in one round trip for an owner of at most `max` plants. */
   readonly load: (owner: string, max: number) => Promise<readonly SlotHolder[]>;
+  /** Whether the owner has a plant in a slot at or above `max` (an outside plant). */
+  readonly hasOutside: (owner: string, max: number) => Promise<boolean>;
   /** Inserts the plant into that slot. */
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<SlotAttempt>;
   /** The plant stored under that owner and id, if any. */
@@ -72,6 +94,11 @@ export interface SlotStore {
   readonly move: (
     moves: ReadonlyArray<{ readonly _id: unknown; readonly slot: number }>,
   ) => Promise<readonly boolean[]>;
+  /** Moves the owner's plant in slot `from`, if any, to slot `to`: `moved`, `empty` (none there), `taken` (`to` is). */
+  readonly compact: (owner: string, from: number, to: number) => Promise<'moved' | 'empty' | 'taken'>;
+  /** Takes the owner's lock for moving its plants in: false while another process holds it (one or two commands). */
+  readonly lock: (owner: string) => Promise<boolean>;
+  readonly unlock: (owner: string) => Promise<void>;
 }
 
 const slotNumber = (slot: unknown): number | undefined => {
@@ -79,191 +106,322 @@ const slotNumber = (slot: unknown): number | undefined => {
   return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 };
 
-/**
- * What this process knows of one owner's slots under one bound. `taken`: inside slots held (or being taken by a
- * create in flight here); `outside`: the outside plants loaded and not moved yet (by `_id`), at most `max` of them
- * remembered, `outsideCount` all of them.
- */
-export class OwnerMap {
-  readonly taken = new Set<number>();
-  readonly outside = new Map<unknown, SlotHolder>();
+/** What this process knows of one owner's slots under one bound `max`, in one generation of the slots. */
+export class OwnerState {
+  /** The inside slots below `BITSET_SLOTS` known taken (or being taken by a create in flight here). */
+  readonly bits: Uint8Array;
+  /** Set bits. */
+  taken = 0;
+  /** Inside plants known at or above `BITSET_SLOTS` (only under a bound that large). */
+  beyond = 0;
+  /** Whether the owner is known to have no outside plant (looked at, or all moved in). */
+  clean = false;
+  /** Whether the state holds every plant of the owner as of a load (`loadedAt`), with this process's changes since. */
+  complete = false;
+  loadedAt = 0;
+  /** Where the next create looks for a free slot. */
+  cursor: number;
+  /** The outside plants loaded and not moved in yet, by `_id` (at most `max` remembered); `outsideCount`: all. */
+  readonly outside = new Map<string, SlotHolder>();
   outsideCount = 0;
-  /** When this map was last loaded because the owner looked full. */
-  fullCheckedAt = 0;
-  /** The moves of outside plants running now: one at a time per owner, shared by concurrent creates. */
+  /** The load running now, shared by every create of the owner here; the slots marked and freed while it runs. */
+  loading: Promise<void> | undefined;
+  private duringLoad: { readonly marked: Set<number>; readonly freed: Set<number> } | undefined;
+  /** The admission running now (a look, or moves of outside plants): one at a time per owner here. */
   admitting: Promise<void> | undefined;
 
-  /** `epoch`: which generation of the slots (see `forgetAll`) this map was loaded in. */
   constructor(
     readonly max: number,
-    readonly epoch = 0,
-  ) {}
-
-  static of(max: number, holders: readonly SlotHolder[], epoch = 0): OwnerMap {
-    const map = new OwnerMap(max, epoch);
-    map.fill(holders);
-    return map;
+    readonly generation = 0,
+  ) {
+    this.bits = new Uint8Array(Math.ceil(Math.min(max, BITSET_SLOTS) / 8));
+    this.cursor = randomInt(max);
   }
 
-  /** Replaces what the map knows with what a load read. */
+  /** The slots the bitset covers. */
+  private get span(): number {
+    return Math.min(this.max, BITSET_SLOTS);
+  }
+
+  has(slot: number): boolean {
+    return slot < this.span && ((this.bits[slot >> 3] as number) & (1 << (slot & 7))) !== 0;
+  }
+
+  /** Marks an inside slot taken. */
+  mark(slot: number): void {
+    if (slot >= this.max) return;
+    this.duringLoad?.marked.add(slot);
+    this.duringLoad?.freed.delete(slot);
+    if (slot >= this.span) {
+      this.beyond++;
+      return;
+    }
+    if (this.has(slot)) return;
+    this.bits[slot >> 3] = (this.bits[slot >> 3] as number) | (1 << (slot & 7));
+    this.taken++;
+  }
+
+  /** Marks an inside slot free. */
+  unmark(slot: number): void {
+    if (slot >= this.max) return;
+    this.duringLoad?.freed.add(slot);
+    this.duringLoad?.marked.delete(slot);
+    if (slot >= this.span) {
+      this.beyond = Math.max(0, this.beyond - 1);
+      return;
+    }
+    if (!this.has(slot)) return;
+    this.bits[slot >> 3] = (this.bits[slot >> 3] as number) & ~(1 << (slot & 7));
+    this.taken--;
+  }
+
+  /** The owner's plants as this process knows them. */
+  get count(): number {
+    return this.taken + this.beyond + this.outsideCount;
+  }
+
+  /** Whether every inside slot is known taken. */
+  get full(): boolean {
+    return this.taken + this.beyond >= this.max;
+  }
+
+  /** Heap bytes this state holds, as it stands. */
+  get bytes(): number {
+    return STATE_BYTES + this.bits.byteLength + this.outside.size * OUTSIDE_BYTES;
+  }
+
+  /** Takes the next slot believed free from the cursor (marked taken), or undefined when every one looks taken. */
+  choose(): number | undefined {
+    if (this.full) return undefined;
+    let slot: number | undefined;
+    if (this.max > BITSET_SLOTS) {
+      // Too many slots to remember: one at random is free with the probability of the owner's free room.
+      for (let i = 0; i < 64 && slot === undefined; i++) {
+        const s = randomInt(this.max);
+        if (!this.has(s)) slot = s;
+      }
+    } else slot = this.nextFree(this.cursor);
+    if (slot === undefined) return undefined;
+    this.mark(slot);
+    this.cursor = (slot + 1) % this.max;
+    return slot;
+  }
+
+  /** The first slot at or after `from` (wrapping) not marked taken. */
+  private nextFree(from: number): number | undefined {
+    const span = this.span;
+    for (let i = 0, s = from; i < span; ) {
+      const byte = this.bits[s >> 3] as number;
+      if (byte === 0xff && (s & 7) === 0 && s + 8 <= span) {
+        i += 8;
+        s = (s + 8) % span;
+        continue;
+      }
+      if ((byte & (1 << (s & 7))) === 0) return s;
+      i++;
+      s = (s + 1) % span;
+    }
+    return undefined;
+  }
+
+  /**
+   * After a collision: moves the cursor to the middle of the largest run of slots believed free (wrapping), where a
+   * run of this process's creates is least likely to meet another process's soon.
+   */
+  jump(): void {
+    const span = this.span;
+    if (this.full) return;
+    if (span > JUMP_SCAN_SLOTS) {
+      this.cursor = randomInt(this.max); // measuring every run would cost more than the collisions it avoids
+      return;
+    }
+    let best = 0;
+    let bestStart = this.cursor;
+    let run = 0;
+    let runStart = 0;
+    // Twice round, so that a run across the end is measured whole.
+    for (let i = 0; i < 2 * span; i++) {
+      const s = i % span;
+      if (this.has(s)) {
+        run = 0;
+        continue;
+      }
+      if (run === 0) runStart = i;
+      run++;
+      if (run > best && run <= span) {
+        best = run;
+        bestStart = runStart;
+      }
+    }
+    this.cursor = (bestStart + (best >> 1)) % span;
+  }
+
+  /** Takes what a load read: every plant of the owner, and this process's own marks made while it ran. */
   fill(holders: readonly SlotHolder[]): void {
-    this.taken.clear();
+    this.bits.fill(0);
+    this.taken = 0;
+    this.beyond = 0;
     this.outside.clear();
     this.outsideCount = 0;
+    const during = this.duringLoad;
+    this.duringLoad = undefined;
     for (const holder of holders) {
       const slot = slotNumber(holder.slot);
       // A duplicate inside slot (left by a dropped index) is one plant too many there: it must move like an outside one.
-      if (slot !== undefined && slot < this.max && !this.taken.has(slot)) this.taken.add(slot);
+      if (slot !== undefined && slot < this.max && !(slot < this.span && this.has(slot))) this.mark(slot);
       else {
         this.outsideCount++;
         if (this.outside.size < this.max) this.outside.set(String(holder._id), holder);
       }
     }
-    this.bytes = 200 + (this.taken.size + this.outside.size) * BYTES_PER_ENTRY;
+    for (const slot of during?.marked ?? []) this.mark(slot);
+    for (const slot of during?.freed ?? []) this.unmark(slot);
+    this.complete = true;
+    this.loadedAt = Date.now();
+    if (this.outsideCount === 0) this.clean = true;
   }
 
-  /** The owner's plants as this process knows them. */
-  get count(): number {
-    return this.taken.size + this.outsideCount;
-  }
-
-  /** Heap bytes this map holds, roughly, as of its load (creates since then add at most up to the bound). */
-  bytes = 0;
-
-  /** Takes a free inside slot, picked at random (concurrent creates in other processes rarely pick the same). */
-  reserve(): number | undefined {
-    if (this.taken.size >= this.max) return undefined;
-    let slot: number | undefined;
-    if (this.taken.size * 2 < this.max) {
-      for (let i = 0; i < 64 && slot === undefined; i++) {
-        const s = randomInt(this.max);
-        if (!this.taken.has(s)) slot = s;
-      }
-    }
-    if (slot === undefined) {
-      const start = randomInt(this.max);
-      for (let i = 0; i < this.max; i++) {
-        const s = (start + i) % this.max;
-        if (!this.taken.has(s)) {
-          slot = s;
-          break;
-        }
-      }
-    }
-    if (slot !== undefined) this.taken.add(slot);
-    return slot;
-  }
-
-  release(slot: number): void {
-    this.taken.delete(slot);
+  /** Starts recording marks for a load about to be sent (see `fill`). */
+  beginLoad(): void {
+    this.duringLoad = { marked: new Set(), freed: new Set() };
   }
 }
 
 export interface OwnerSlotsOptions {
-  /** Heap bytes the maps of all owners may hold together; the least recently used go first. */
+  /** Heap bytes the states of all owners may hold together; the least recently used go first. */
   readonly budgetBytes: number;
   /** Least time between two loads of an owner that looks full. */
   readonly fullRecheckMs: number;
 }
 
 export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
-  /** Owner -> map and its weight when remembered, least recently used first. */
-  const maps = new Map<string, { readonly map: OwnerMap; readonly weight: number }>();
+  /** Owner -> state and the weight it was counted with, least recently used first. */
+  const states = new Map<string, { readonly state: OwnerState; weight: number }>();
   let bytes = 0;
-  const loading = new Map<string, Promise<OwnerMap>>();
-  /** Counts `forgetAll`s: a map loaded across one may predate mended slots, and is loaded again. */
-  let epoch = 0;
+  /** The slots' generation the states belong to (indexes.ts counts every rebuild or mend of the slot index). */
+  let generation = 0;
 
-  const remember = (owner: string, map: OwnerMap) => {
-    forget(owner);
-    maps.set(owner, { map, weight: map.bytes });
-    bytes += map.bytes;
-    for (const [oldest, old] of maps) {
+  const evictFor = (owner: string): void => {
+    for (const [oldest, old] of states) {
       if (bytes <= options.budgetBytes || oldest === owner) break;
-      maps.delete(oldest);
+      states.delete(oldest);
       bytes -= old.weight;
     }
   };
+  /** Weighs the owner's state again as it stands now (it grows when it learns outside plants). */
+  const reweigh = (owner: string, state: OwnerState): void => {
+    const entry = states.get(owner);
+    if (entry === undefined || entry.state !== state) return;
+    bytes += state.bytes - entry.weight;
+    entry.weight = state.bytes;
+    evictFor(owner);
+  };
   const forget = (owner: string): void => {
-    const old = maps.get(owner);
+    const old = states.get(owner);
     if (old === undefined) return;
-    maps.delete(owner);
+    states.delete(owner);
     bytes -= old.weight;
   };
 
+  /** The owner's state under `max`, most recently used now; a new one (nothing known yet) when none is held. */
+  const stateOf = (owner: string, max: number): { state: OwnerState; room: boolean } => {
+    const entry = states.get(owner);
+    if (entry !== undefined && entry.state.max === max && entry.state.generation === generation) {
+      states.delete(owner);
+      states.set(owner, entry);
+      return { state: entry.state, room: false };
+    }
+    forget(owner);
+    const state = new OwnerState(max, generation);
+    // Loaded in the background only while the budget has room without pushing another owner out: with more active
+    // owners than it holds, loads would only replace each other.
+    const room = bytes + state.bytes <= options.budgetBytes;
+    states.set(owner, { state, weight: state.bytes });
+    bytes += state.bytes;
+    evictFor(owner);
+    return { state, room };
+  };
+
+  /** Loads the owner into its state; concurrent callers share one load, which outlives the requests waiting on it. */
+  const load = (owner: string, state: OwnerState): Promise<void> => {
+    state.loading ??= (async () => {
+      state.beginLoad();
+      state.fill(await store.load(owner, state.max));
+      reweigh(owner, state);
+    })().finally(() => {
+      state.loading = undefined;
+    });
+    return state.loading;
+  };
+
+  /** Loads in the background: a failure leaves the state as it was (a hint), and the next need tries again. */
+  const loadSoon = (owner: string, state: OwnerState): void => {
+    if (state.loading === undefined) void load(owner, state).catch(() => undefined);
+  };
+
   /**
-   * Loads the owner's map; concurrent creates of one owner share one load, which outlives the requests that wait for
-   * it (bounded by its own time limit, see the repository's `slotLoadTimeoutMs`).
+   * Moves the owner's outside plants into free inside slots, holding the owner's lock so that no two processes move
+   * one plant (each would then believe taken the slot it chose, where the other put it). Exactness does not depend on
+   * the moves: a plant left outside keeps the owner from being admitted.
    */
-  const load = (owner: string, max: number): Promise<OwnerMap> => {
-    const key = `${max}:${owner}`;
-    const running = loading.get(key);
-    if (running !== undefined) return running;
-    const pending: Promise<OwnerMap> = (async () => {
-      for (;;) {
-        const started = epoch;
-        const holders = await store.load(owner, max);
-        if (started === epoch) return holders;
+  const moveInside = async (owner: string, state: OwnerState, check: () => void): Promise<void> => {
+    for (let tries = 0; tries < LOCK_TRIES && !state.clean; tries++) {
+      check();
+      if (!(await store.lock(owner))) {
+        // Another process is moving them: look again shortly (its moves, once done, show in a load).
+        await new Promise((resolve) => setTimeout(resolve, randomInt(20, 60)));
+        check();
+        await load(owner, state);
+        continue;
       }
-    })()
-      .then((holders) => {
-        const map = OwnerMap.of(max, holders, epoch);
-        map.fullCheckedAt = Date.now(); // as fresh as a look at an owner that looks full
-        remember(owner, map);
-        return map;
-      })
-      .finally(() => {
-        loading.delete(key);
-      });
-    loading.set(key, pending);
-    return pending;
-  };
-
-  const mapOf = (owner: string, max: number): Promise<OwnerMap> => {
-    const entry = maps.get(owner);
-    if (entry === undefined || entry.map.max !== max) return load(owner, max);
-    maps.delete(owner); // most recently used now
-    maps.set(owner, entry);
-    return Promise.resolve(entry.map);
-  };
-
-  /**
-   * Moves the owner's loaded outside plants into free inside slots, in one round trip per round. Exactness does not
-   * depend on the moves succeeding: a plant left outside keeps the owner from being admitted.
-   */
-  const moveInside = (owner: string, map: OwnerMap): Promise<void> => {
-    map.admitting ??= (async () => {
-      for (let round = 0; round < 4 && map.outside.size > 0; round++) {
+      try {
+        await load(owner, state); // under the lock: what it shows outside nobody else is moving
         const moves: Array<{ holder: SlotHolder; slot: number }> = [];
-        for (const holder of map.outside.values()) {
-          const slot = map.reserve();
+        for (const holder of state.outside.values()) {
+          const slot = state.choose();
           if (slot === undefined) break;
           moves.push({ holder, slot });
         }
-        if (moves.length === 0) return;
+        if (moves.length === 0) return; // no room inside: the owner keeps at least `max` plants
+        check();
         const moved = await store.move(moves.map(({ holder, slot }) => ({ _id: holder._id, slot })));
         moves.forEach(({ holder }, i) => {
-          if (moved[i] === true && map.outside.delete(String(holder._id))) map.outsideCount--;
+          if (moved[i] === true && state.outside.delete(String(holder._id))) state.outsideCount--;
         });
-        // A slot was taken: by another plant, or by this very plant moved by another process. Only a load tells.
-        if (moved.some((m) => !m)) map.fill(await store.load(owner, map.max));
+        if (state.outsideCount === 0) state.clean = true;
+        reweigh(owner, state);
+      } finally {
+        await store.unlock(owner).catch(() => undefined);
       }
-    })().finally(() => {
-      map.admitting = undefined;
-    });
-    return map.admitting;
+    }
   };
 
-  /** Whether the owner, as far as `map` knows, may create now; moves outside plants in first. */
-  const admit = async (owner: string, map: OwnerMap): Promise<number | undefined> => {
-    if (map.outsideCount > 0) await moveInside(owner, map);
-    return map.outsideCount === 0 ? map.reserve() : undefined;
-  };
+  /**
+   * Makes sure the owner has no outside plant before a create takes an inside slot (see the module's comment). An
+   * owner first seen is loaded when the budget has room for it (`loadFirst`: the load shows outside plants too, and
+   * gives the count), otherwise only looked at.
+   */
+  const admit = (owner: string, state: OwnerState, loadFirst: boolean, check: () => void): Promise<void> =>
+    (state.admitting ??= (async () => {
+      if (!state.complete && !loadFirst && !(await store.hasOutside(owner, state.max))) {
+        state.clean = true;
+        return;
+      }
+      if (!state.complete) await load(owner, state);
+      if (state.outsideCount > 0) await moveInside(owner, state, check);
+    })().finally(() => {
+      state.admitting = undefined;
+    }));
+
+  /** Whether the state may answer "full" without looking again. */
+  const fresh = (state: OwnerState): boolean =>
+    state.complete && Date.now() - state.loadedAt < options.fullRecheckMs;
 
   /**
    * Inserts one plant under the owner's bound `max` (Infinity: none), in the order the port promises: a plant stored
    * under the id is `Exists` whatever the count, then room. `undefined` when concurrent creates kept taking the slots
-   * it chose until `giveUpAt` (the caller answers 503; nothing was stored by this call).
+   * it chose until `giveUpAt` (the caller answers 503; nothing was stored by this call). `slotsGeneration`: the index
+   * upkeep's count of slot index rebuilds and mends; when it moved, everything remembered is dropped.
    */
   const insert = async (
     owner: string,
@@ -271,29 +429,47 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     plant: Plant,
     check: () => void,
     giveUpAt: number,
+    slotsGeneration = 0,
   ): Promise<InsertOutcome | undefined> => {
+    if (slotsGeneration !== generation) {
+      generation = slotsGeneration;
+      states.clear();
+      bytes = 0;
+    }
     if (!Number.isFinite(max)) return insertUnbounded(owner, plant, check, giveUpAt);
-    let map = await mapOf(owner, max);
+    const { state, room } = stateOf(owner, max);
+    /** The count, when this process has loaded the owner (otherwise it knows only what it stored itself). */
+    const counted = (): { count?: number } => (state.complete ? { count: state.count } : {});
     let collisions = 0;
     let lookedUp = false;
+    let triedLast = false;
+    const exists = async (): Promise<InsertOutcome | undefined> => {
+      lookedUp = true;
+      const stored = await store.find(owner, plant);
+      return stored === undefined ? undefined : { _tag: 'Exists', stored, ...counted() };
+    };
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
-      if (map.epoch !== epoch) map = await load(owner, max); // the slots were mended since this map was loaded
-      const slot = await admit(owner, map);
+      // Not known free of outside plants, unless it is known full anyway (kept over a lowered bound).
+      if (!state.clean && !(fresh(state) && state.full)) await admit(owner, state, room, check);
+      let slot = state.clean ? state.choose() : undefined;
+      const reserved = slot !== undefined;
       if (slot === undefined) {
-        // Looks full: the plant stored under the id answers first (looked up once per call: the answer is as of that
-        // look); then, at most once per fullRecheckMs, look again at the owner's slots.
-        if (!lookedUp) {
-          lookedUp = true;
-          const stored = await store.find(owner, plant);
-          if (stored !== undefined) return { _tag: 'Exists', stored, count: map.count };
+        // Looks full (or keeps outside plants it cannot move in). A full owner's room freed by a delete is in its last
+        // slot (see `freed`): try that once.
+        if (state.clean && !triedLast && state.max <= BITSET_SLOTS) {
+          triedLast = true;
+          slot = max - 1;
+        } else {
+          if (!lookedUp) {
+            const found = await exists();
+            if (found !== undefined) return found;
+          }
+          if (fresh(state) && (state.full || !state.clean)) return { _tag: 'OwnerFull', count: state.count };
+          check();
+          await load(owner, state);
+          continue;
         }
-        if (Date.now() - map.fullCheckedAt < options.fullRecheckMs) {
-          return { _tag: 'OwnerFull', count: Math.max(map.count, max) };
-        }
-        check();
-        map = await load(owner, max);
-        continue;
       }
       check();
       let attempt: SlotAttempt;
@@ -301,24 +477,28 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
         attempt = await store.insert(owner, plant, slot);
       } catch (e) {
         // Whether the plant landed is unknown: its slot stays marked taken (never fewer plants counted than stored),
-        // and the next create that finds the owner full looks again at once, not answer 403 from this guess.
-        map.fullCheckedAt = 0;
+        // and the next create that finds the owner full looks again rather than answer 403 from this guess.
+        state.loadedAt = 0;
         throw e;
       }
-      if (attempt === 'inserted') return { _tag: 'Inserted', count: map.count };
+      if (attempt === 'inserted') {
+        state.mark(slot);
+        return { _tag: 'Inserted', ...counted() };
+      }
       if (attempt === 'taken') {
         // Refused by the id or the slot (FerretDB does not say which): a stored plant answers.
-        const stored = await store.find(owner, plant);
-        if (stored !== undefined) {
-          map.release(slot);
-          return { _tag: 'Exists', stored, count: map.count };
+        const found = await exists();
+        if (found !== undefined) {
+          if (reserved) state.unmark(slot);
+          return found;
         }
       }
-      // Another process holds that slot: it stays marked taken. After a few, this map is too old to guess from.
-      if (++collisions % RELOAD_AFTER_COLLISIONS === 0) {
-        check();
-        map = await load(owner, max);
-      }
+      // Another plant holds that slot: marked taken. After a few, this process knows too little of the owner.
+      state.mark(slot);
+      state.jump();
+      collisions++;
+      if (collisions >= LOAD_AFTER_COLLISIONS && !fresh(state)) loadSoon(owner, state);
+      if (collisions >= WAIT_AFTER_COLLISIONS && state.loading !== undefined) await state.loading;
     }
     return undefined;
   };
@@ -330,7 +510,7 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     check: () => void,
     giveUpAt: number,
   ): Promise<InsertOutcome | undefined> => {
-    // A map of this owner would not know of this plant; it is loaded again when a bound next applies.
+    // A state of this owner would not know of this outside plant: it looks again when a bound next applies.
     forget(owner);
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
@@ -344,23 +524,30 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     return undefined;
   };
 
-  /** A plant of the owner in that slot was deleted through this process: its room is free at once. */
-  const freed = (owner: string, slot: unknown): void => {
-    const map = maps.get(owner)?.map;
-    if (map === undefined) return;
+  /**
+   * A plant of the owner in `slot` was deleted through this process: its room is free at once here. When this
+   * process believed the owner full (or one short of it), the plant in the last inside slot moves into the one freed, so that any process
+   * finds the room where it looks first (see `insert`). `check` stops the move once the request's deadline passed.
+   */
+  const freed = async (owner: string, slot: unknown, check: () => void): Promise<void> => {
+    const state = states.get(owner)?.state;
+    if (state === undefined || state.generation !== generation) return;
     const n = slotNumber(slot);
-    // An outside plant may or may not be in what was loaded: load again rather than guess the count.
-    if (n === undefined || n >= map.max) return forget(owner);
-    map.release(n);
-    map.fullCheckedAt = 0;
+    // An outside plant may or may not be in what was loaded: look again rather than guess the count.
+    if (n === undefined || n >= state.max) return forget(owner);
+    const last = state.max - 1;
+    // Full, or one short of it as far as this process knows (another may have filled it since): worth the move.
+    const nearlyFull = state.taken + state.beyond + 1 >= state.max;
+    state.unmark(n);
+    if (!nearlyFull || n === last || state.max > BITSET_SLOTS) return;
+    check();
+    const moved = await store.compact(owner, last, n);
+    if (moved !== 'empty') state.mark(n);
+    if (moved !== 'taken') state.unmark(last);
   };
 
-  /** Drops every map (after the service mended slots or rebuilt the slot index). */
-  const forgetAll = (): void => {
-    epoch++;
-    maps.clear();
-    bytes = 0;
-  };
+  /** Whether this process holds a state of the owner (tests). */
+  const holds = (owner: string): boolean => states.has(owner);
 
-  return { insert, freed, forgetAll };
+  return { insert, freed, holds, heldBytes: () => bytes };
 };

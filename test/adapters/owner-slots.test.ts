@@ -8,7 +8,9 @@ import {
   ownerSlots,
   type SlotStore,
 } from '../../adapters/storage/mongodb/owner-slots.js';
+import { outsidePlants } from '../../adapters/storage/mongodb/outside-plants.js';
 import type { Plant, PlantId, PlantName } from '../../domain/plant.js';
+import { pino } from 'pino';
 
 /**
  * The pieces of the MongoDB quota (owner-slots.ts) that need no server, against a store kept in a Map that enforces
@@ -18,6 +20,8 @@ const test = suite('owner-slots: what a process remembers of an owner, and what 
 
 const holders = (...slots: unknown[]) => slots.map((slot, i) => ({ _id: `doc${i}`, slot }));
 const plantOf = (n: number): Plant => ({ id: BigInt(n) as PlantId, name: `p${n}` as PlantName });
+
+const quietLogger = pino({ level: 'silent' });
 
 /** One collection of plants under the unique indexes (owner, id) and (owner, slot), counting what is sent. */
 const fakeStore = () => {
@@ -79,7 +83,20 @@ const fakeStore = () => {
   const seed = (owner: string, slots: readonly number[]) => {
     for (const slot of slots) docs.set(`doc${next++}`, { owner, plant: plantOf(1_000_000 + next), slot });
   };
-  return { store, sent, remove, seed, countOf: (owner: string) => of(owner).length };
+  /** The bounds registry, and the sweep over these documents. */
+  const registry = new Map<string, number>();
+  const outside = outsidePlants(
+    {
+      announce: async (bound) => {
+        registry.set(bound, Date.now());
+      },
+      announced: async () => [...registry].map(([bound, at]) => ({ bound, at })),
+      outsideOwners: async (max) => new Set([...docs.values()].filter((d) => d.slot >= max).map((d) => d.owner)),
+    },
+    { logger: quietLogger, viewMs: 0, heartbeatMs: 10_000, expiryMs: 60_000, retryMs: 0, cap: 1000 },
+  );
+  const slotsOf = (budgetBytes = 1 << 20) => ownerSlots(store, outside, { budgetBytes, fullRecheckMs: 60_000 });
+  return { store, sent, remove, seed, registry, slotsOf, countOf: (owner: string) => of(owner).length };
 };
 
 const noDeadline = () => undefined;
@@ -155,7 +172,7 @@ test('a duplicate key names the slot index only when MongoDB says so; FerretDB s
 test('with more owners than the budget holds, the states stay within it and no create loads an owner', async () => {
   const fake = fakeStore();
   const budget = 10 * new OwnerState(10_000).bytes;
-  const slots = ownerSlots(fake.store, { budgetBytes: budget, fullRecheckMs: 60_000 });
+  const slots = fake.slotsOf(budget);
   let most = 0;
   for (let i = 0; i < 400; i++) {
     const outcome = await slots.insert(`owner-${i % 80}`, 10_000, plantOf(i), noDeadline, later());
@@ -169,7 +186,7 @@ test('with more owners than the budget holds, the states stay within it and no c
 
 test('an owner grown through one process keeps the weight it had when first seen', async () => {
   const fake = fakeStore();
-  const slots = ownerSlots(fake.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  const slots = fake.slotsOf();
   await slots.insert('alice', 10_000, plantOf(0), noDeadline, later());
   const first = slots.heldBytes();
   for (let i = 1; i < 2_000; i++) await slots.insert('alice', 10_000, plantOf(i), noDeadline, later());
@@ -179,8 +196,11 @@ test('an owner grown through one process keeps the weight it had when first seen
 
 test('a full owner whose plant was deleted through another process gets the room back in one insert', async () => {
   const fake = fakeStore();
-  fake.seed('bob', Array.from({ length: 50 }, (_, i) => i));
-  const [deleter, creator] = [0, 1].map(() => ownerSlots(fake.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 }));
+  fake.seed(
+    'bob',
+    Array.from({ length: 50 }, (_, i) => i),
+  );
+  const [deleter, creator] = [0, 1].map(() => fake.slotsOf());
   for (const slots of [deleter, creator]) {
     assert.is((await slots?.insert('bob', 50, plantOf(1), noDeadline, later()))?._tag, 'OwnerFull');
   }
@@ -208,7 +228,18 @@ test('a create whose insert failed (unknown whether it landed) does not make the
       return fake.store.insert(owner, plant, slot);
     },
   };
-  const slots = ownerSlots(store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  const slots = ownerSlots(
+    store,
+    outsidePlants(
+      {
+        announce: async () => undefined,
+        announced: async () => [],
+        outsideOwners: async () => new Set(),
+      },
+      { logger: quietLogger, viewMs: 0, heartbeatMs: 10_000, expiryMs: 60_000, retryMs: 0, cap: 1000 },
+    ),
+    { budgetBytes: 1 << 20, fullRecheckMs: 60_000 },
+  );
   const create = (n: number) => slots.insert('alice', 2, plantOf(n), noDeadline, later());
   assert.is((await create(1))?._tag, 'Inserted');
   failNext = true;
@@ -224,10 +255,10 @@ test('a create whose insert failed (unknown whether it landed) does not make the
 test('outside plants are moved in before an inside create, and an owner over its bound is refused with its count', async () => {
   const fake = fakeStore();
   fake.seed('carol', [OUTSIDE_FROM + 1, OUTSIDE_FROM + 2, OUTSIDE_FROM + 3, OUTSIDE_FROM + 4]);
-  const slots = ownerSlots(fake.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  const slots = fake.slotsOf();
   assert.equal(await slots.insert('carol', 5, plantOf(1), noDeadline, later()), { _tag: 'Inserted', count: 5 });
   assert.equal(await slots.insert('carol', 5, plantOf(2), noDeadline, later()), { _tag: 'OwnerFull', count: 5 });
-  const other = ownerSlots(fake.store, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  const other = fake.slotsOf();
   fake.seed('dave', [0, 1, OUTSIDE_FROM + 1, OUTSIDE_FROM + 2]);
   assert.equal(await other.insert('dave', 3, plantOf(1), noDeadline, later()), { _tag: 'OwnerFull', count: 4 });
 });

@@ -10,6 +10,7 @@ import type { Logger } from '../../../application/ports/logger.js';
 import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { attemptOfKeyPattern, ownerSlots, type SlotStore } from './owner-slots.js';
+import { outsidePlants, type OutsideStore } from './outside-plants.js';
 import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, uniqueIndexes, type IndexNeed } from './indexes.js';
 
 export { INDEX_NAME, INDEX_SPECS, SLOT_INDEX_NAME };
@@ -41,6 +42,10 @@ export interface MongoOptions {
    * default 120 s). The upkeep runs in the background on a connection pool of its own, whose socket timeout is this.
    */
   readonly indexStepMs?: number;
+  /** Least time between two reads of the bounds registry (outside-plants.ts; default 1 s). */
+  readonly boundsViewMs?: number;
+  /** A bound not announced for this long is no longer in force (outside-plants.ts; default 60 s). */
+  readonly boundsExpiryMs?: number;
   /** Emit the driver's command monitoring events on `client` (tests count round trips with them). */
   readonly monitorCommands?: boolean;
 }
@@ -63,6 +68,8 @@ type PlantDocument = Plant & {
 const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
 
 export const COLLECTION = 'plants';
+/** The bounds processes create under (outside-plants.ts): `{_id: "<bound>" | "none", at}`. */
+export const BOUNDS_COLLECTION = 'plants_bounds';
 /** Owners whose outside plants a process is moving in right now (owner-slots.ts): `{_id: owner, at}`. */
 export const LOCKS_COLLECTION = 'plants_locks';
 /** A lock this old was left by a process that died holding it (moving an owner's plants takes milliseconds). */
@@ -303,19 +310,56 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       await locks.deleteOne({ _id: owner }, { writeConcern, maxTimeMS });
     },
   };
-  const slots = ownerSlots(slotStore, {
-    budgetBytes: options.slotCacheBytes ?? 64 * 1024 * 1024,
+  const bounds = db.collection<{ _id: string; at: Date }>(BOUNDS_COLLECTION);
+  const upkeepCollection = upkeepClient.db(options.db).collection<PlantDocument>(COLLECTION);
+  const connectUpkeep = () =>
+    (upkeepConnected ??= upkeepClient.connect().catch((e: unknown) => {
+      upkeepConnected = undefined;
+      throw e;
+    }));
+  const budgetBytes = options.slotCacheBytes ?? 64 * 1024 * 1024;
+  const outsideStore: OutsideStore = {
+    announce: async (bound) => {
+      await bounds.updateOne({ _id: bound }, { $set: { at: new Date() } }, { upsert: true, writeConcern, maxTimeMS });
+    },
+    announced: async () =>
+      (await bounds.find({}, { maxTimeMS }).toArray()).map((d) => ({ bound: d._id, at: d.at.getTime() })),
+    outsideOwners: async (max, cap) => {
+      await connectUpkeep();
+      const owners = new Set<string>();
+      const cursor = upkeepCollection.find(
+        { slot: { $gte: max } },
+        { projection: { _id: 0, owner: 1 }, batchSize: 10_000, maxTimeMS: stepMs },
+      );
+      try {
+        for await (const doc of cursor) {
+          owners.add(doc.owner);
+          if (owners.size > cap) return undefined;
+        }
+      } finally {
+        await cursor.close();
+      }
+      return owners;
+    },
+  };
+  const outside = outsidePlants(outsideStore, {
+    logger,
+    viewMs: options.boundsViewMs ?? 1000,
+    heartbeatMs: 10_000,
+    expiryMs: options.boundsExpiryMs ?? 60_000,
+    retryMs: 60_000,
+    // An owner named by the sweep weighs about its name and a Set entry: at most a quarter of the budget.
+    cap: Math.max(1000, Math.floor(budgetBytes / 4 / 200)),
+  });
+  const slots = ownerSlots(slotStore, outside, {
+    budgetBytes,
     fullRecheckMs: options.fullRecheckMs ?? 1000,
   });
 
   const index = uniqueIndexes(upkeepClient.db(options.db).collection(COLLECTION), {
     logger,
     namespace: `${options.db}.${COLLECTION}`,
-    connect: () =>
-      (upkeepConnected ??= upkeepClient.connect().catch((e: unknown) => {
-        upkeepConnected = undefined;
-        throw e;
-      })),
+    connect: connectUpkeep,
     progressMs: 10_000,
     retryMinMs: options.indexRetryMs ?? 1000,
     retryMaxMs: 60_000,

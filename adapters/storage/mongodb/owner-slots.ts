@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { InsertOutcome } from '../../../application/ports/plant-repository.js';
 import type { Plant } from '../../../domain/plant.js';
+import type { outsidePlants } from './outside-plants.js';
 
 /**
  * The per-owner bound on MongoDB, resting only on what FerretDB also guarantees: a unique index is enforced atomically
@@ -210,7 +211,7 @@ export class OwnerState {
   /** The first slot at or after `from` (wrapping) not marked taken. */
   private nextFree(from: number): number | undefined {
     const span = this.span;
-    for (let i = 0, s = from; i < span; ) {
+    for (let i = 0, s = from; i < span;) {
       const byte = this.bits[s >> 3] as number;
       if (byte === 0xff && (s & 7) === 0 && s + 8 <= span) {
         i += 8;
@@ -294,12 +295,16 @@ export interface OwnerSlotsOptions {
   readonly fullRecheckMs: number;
 }
 
-export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
+export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsidePlants>, options: OwnerSlotsOptions) => {
   /** Owner -> state and the weight it was counted with, least recently used first. */
   const states = new Map<string, { readonly state: OwnerState; weight: number }>();
   let bytes = 0;
-  /** The slots' generation the states belong to (indexes.ts counts every rebuild or mend of the slot index). */
+  /**
+   * What the states were made under: the slots' generation (indexes.ts counts every rebuild or mend of the slot index)
+   * and the epoch of what outside-plants.ts knows. When either moves, every state is dropped.
+   */
   let generation = 0;
+  let outsideEpoch = 0;
 
   const evictFor = (owner: string): void => {
     for (const [oldest, old] of states) {
@@ -414,8 +419,7 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     }));
 
   /** Whether the state may answer "full" without looking again. */
-  const fresh = (state: OwnerState): boolean =>
-    state.complete && Date.now() - state.loadedAt < options.fullRecheckMs;
+  const fresh = (state: OwnerState): boolean => state.complete && Date.now() - state.loadedAt < options.fullRecheckMs;
 
   /**
    * Inserts one plant under the owner's bound `max` (Infinity: none), in the order the port promises: a plant stored
@@ -431,13 +435,20 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     giveUpAt: number,
     slotsGeneration = 0,
   ): Promise<InsertOutcome | undefined> => {
-    if (slotsGeneration !== generation) {
+    const known = await outside.before(max, slotsGeneration);
+    if (slotsGeneration !== generation || known.epoch !== outsideEpoch) {
       generation = slotsGeneration;
+      outsideEpoch = known.epoch;
       states.clear();
       bytes = 0;
     }
     if (!Number.isFinite(max)) return insertUnbounded(owner, plant, check, giveUpAt);
     const { state, room } = stateOf(owner, max);
+    if (!state.clean && !state.complete && known.risky !== undefined && !known.risky.has(owner)) {
+      // The sweep found no outside plant of this owner, and none has come into being since (one bound in force).
+      state.clean = true;
+      if (room) loadSoon(owner, state);
+    }
     /** The count, when this process has loaded the owner (otherwise it knows only what it stored itself). */
     const counted = (): { count?: number } => (state.complete ? { count: state.count } : {});
     let collisions = 0;
@@ -451,7 +462,10 @@ export const ownerSlots = (store: SlotStore, options: OwnerSlotsOptions) => {
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
       // Not known free of outside plants, unless it is known full anyway (kept over a lowered bound).
-      if (!state.clean && !(fresh(state) && state.full)) await admit(owner, state, room, check);
+      if (!state.clean && !(fresh(state) && state.full)) {
+        await admit(owner, state, room, check);
+        if (state.clean) known.risky?.delete(owner);
+      }
       let slot = state.clean ? state.choose() : undefined;
       const reserved = slot !== undefined;
       if (slot === undefined) {

@@ -1,0 +1,172 @@
+import type { Logger } from '../../../application/ports/logger.js';
+
+/**
+ * Which owners may hold outside plants under a bound (owner-slots.ts), known without reading any owner's plants when
+ * every process creates under that one bound: then outside plants only ever leave (moved in, or deleted), and one scan
+ * of the collection for plants at or above the bound (the *sweep*, in the background) names every owner that holds
+ * any. The owners it names are looked at before their first create here; every other owner needs no look at all.
+ *
+ * Whether every process creates under one bound is what the *bounds registry* (`plants_bounds`, a document per bound,
+ * `{_id: "<bound>" | "none", at}`) says: a process announces each bound it creates under before its first create under
+ * it, and again every `heartbeatMs` while it still does; a bound not announced for `expiryMs` is no longer in force.
+ * While another bound is in force (a rolling change of MAX_PLANTS_PER_OWNER, a process without a bound, or the storage
+ * contract's instances, which switch bounds from call to call), no sweep is trusted: each owner is looked at on first
+ * sight (owner-slots.ts), and plants the other bound's processes store meanwhile keep the owner within the largest bound
+ * in force. Once the registry shows one bound again, the sweep runs anew, and from its end the bound is exact again.
+ *
+ * The registry is read at most once per `viewMs` (by the creates that need it); a view older than five times that
+ * (the server did not answer) counts as another bound in force.
+ */
+
+/** What the knowledge needs from the store. */
+export interface OutsideStore {
+  /** Records that this process creates under `bound` now (an upsert of `{_id: bound, at: now}`). */
+  readonly announce: (bound: string) => Promise<void>;
+  /** Every bound announced, with when it last was (ms since the epoch). */
+  readonly announced: () => Promise<ReadonlyArray<{ readonly bound: string; readonly at: number }>>;
+  /**
+   * The owners holding a plant in a slot at or above `max`, or undefined when more than `cap` do. A scan of the
+   * collection (its cost grows with it), on a connection of its own with its own bound.
+   */
+  readonly outsideOwners: (max: number, cap: number) => Promise<ReadonlySet<string> | undefined>;
+}
+
+export interface OutsideOptions {
+  readonly logger: Logger;
+  /** Least time between two reads of the registry. */
+  readonly viewMs: number;
+  /** How often a bound in use is announced again. */
+  readonly heartbeatMs: number;
+  /** A bound not announced for this long is no longer in force. */
+  readonly expiryMs: number;
+  /** Wait before a sweep that failed (or found too many owners) is tried again. */
+  readonly retryMs: number;
+  /** Owners the sweep may name at most (each is remembered until its plants are moved in). */
+  readonly cap: number;
+}
+
+const keyOf = (max: number): string => (Number.isFinite(max) ? String(max) : 'none');
+
+interface Sweep {
+  readonly startedAt: number;
+  risky?: Set<string>;
+  failedAt?: number;
+}
+
+export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
+  let view: { readonly at: number; readonly bounds: ReadonlyMap<string, number> } | undefined;
+  let refreshing: Promise<void> | undefined;
+  /** Bounds this process created under, and when it last announced each. */
+  const announcedAt = new Map<string, number>();
+  const sweeps = new Map<number, Sweep>();
+  /**
+   * Moves whenever a sweep's answer is withdrawn (another bound came into force, or the slots were mended): owners
+   * admitted on that answer alone, without a look, must be looked at again (owner-slots.ts drops what it knows).
+   */
+  let epoch = 0;
+  let slotsGeneration = 0;
+
+  const announce = async (key: string): Promise<void> => {
+    const last = announcedAt.get(key);
+    const now = Date.now();
+    if (last === undefined) {
+      await store.announce(key); // before the first create under it: other processes see it within their viewMs
+      announcedAt.set(key, now);
+    } else if (now - last >= options.heartbeatMs) {
+      announcedAt.set(key, now);
+      void store.announce(key).catch(() => announcedAt.set(key, last));
+    }
+  };
+
+  const refresh = async (): Promise<void> => {
+    if (view !== undefined && Date.now() - view.at < options.viewMs) return;
+    refreshing ??= store
+      .announced()
+      .then((list) => {
+        view = { at: Date.now(), bounds: new Map(list.map((e) => [e.bound, e.at])) };
+      })
+      .catch(() => undefined) // an old view counts as another bound in force (see `mixed`)
+      .finally(() => {
+        refreshing = undefined;
+      });
+    await refreshing;
+  };
+
+  /** Whether a bound other than `max` is in force, as far as the registry says (or cannot say). */
+  const mixed = (max: number): boolean => {
+    if (view === undefined || Date.now() - view.at > 5 * options.viewMs) return true;
+    const key = keyOf(max);
+    for (const [bound, at] of view.bounds) if (bound !== key && view.at - at < options.expiryMs) return true;
+    return false;
+  };
+
+  const drop = (max: number): void => {
+    if (sweeps.get(max)?.risky !== undefined) epoch++;
+    sweeps.delete(max);
+  };
+
+  const sweep = (max: number): void => {
+    const entry: Sweep = { startedAt: Date.now() };
+    sweeps.set(max, entry);
+    options.logger.info(
+      { bound: max },
+      'storage: looking for plants outside the quota in the background (a scan of the collection); until it ends, each owner is looked at once before its first create here',
+    );
+    void store.outsideOwners(max, options.cap).then(
+      (owners) => {
+        if (sweeps.get(max) !== entry) return; // dropped meanwhile
+        if (owners === undefined) {
+          entry.failedAt = Date.now();
+          options.logger.warn(
+            { bound: max, cap: options.cap },
+            'storage: more owners than the cap hold plants outside the quota; each owner is looked at once before its first create here',
+          );
+          return;
+        }
+        entry.risky = new Set(owners);
+        options.logger.info(
+          { bound: max, owners: owners.size, ms: Date.now() - entry.startedAt },
+          'storage: the scan for plants outside the quota is done; owners without any need no look before a create',
+        );
+      },
+      (e: unknown) => {
+        if (sweeps.get(max) !== entry) return;
+        entry.failedAt = Date.now();
+        options.logger.warn(
+          { bound: max, err: e instanceof Error ? e.message : String(e) },
+          'storage: the scan for plants outside the quota failed; it is tried again later',
+        );
+      },
+    );
+  };
+
+  /**
+   * Before a create under `max` (Infinity: none): announces the bound, reads the registry when due. Answers the owners
+   * that may hold outside plants under `max` when that is known without looking at each (one bound in force, and a
+   * sweep done since), otherwise undefined (look at each owner on first sight); and the epoch of that answer.
+   */
+  const before = async (
+    max: number,
+    generation: number,
+  ): Promise<{ readonly risky: Set<string> | undefined; readonly epoch: number }> => {
+    if (generation !== slotsGeneration) {
+      // The slot index was rebuilt or mended: outside plants may have come into being. Sweep again.
+      slotsGeneration = generation;
+      for (const max of [...sweeps.keys()]) drop(max);
+    }
+    await announce(keyOf(max));
+    await refresh();
+    if (!Number.isFinite(max)) return { risky: undefined, epoch };
+    if (mixed(max)) {
+      drop(max);
+      return { risky: undefined, epoch };
+    }
+    const current = sweeps.get(max);
+    if (current === undefined || (current.failedAt !== undefined && Date.now() - current.failedAt >= options.retryMs)) {
+      sweep(max);
+    }
+    return { risky: sweeps.get(max)?.risky, epoch };
+  };
+
+  return { before };
+};

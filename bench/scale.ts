@@ -1,0 +1,348 @@
+/**
+ * `npm run bench:scale [-- --postgres] [--smoke] [--adapter <dist>] [--only a,c,...]`: the MongoDB adapter's write path
+ * at scale (issue 26), on one FerretDB (SQLite handler, or PostgreSQL with `--postgres`), through the repository port (several adapter
+ * instances in this process stand for several service processes), counting commands by the driver's monitoring:
+ *
+ *   a. many owners: 8 times more active owners than the slot memory budget holds (the budget set to hold 80 of them),
+ *      chosen uniformly, by Zipf (s = 1) and round-robin; creates/s side by side with the bare driver's insertOne
+ *      (rounds alternate, same collection), commands and loads of an owner's slots per create;
+ *   c. replacing plants at the quota across 3 instances: delete through one, create through the next; commands per
+ *      delete and per create, loads, creates answered 403 while there was room and how long until they stored;
+ *   d. filling one owner from 0 to the quota across 3 instances, 16 clients: inserts per create, 503s, loads;
+ *   e. a restart over 120,000 plants (20 owners of 6,000): a new instance, the 20 owners' first creates at once: 503s
+ *      and the time until all stored.
+ *
+ * `--adapter` loads the adapter from another build's dist/ (the tree before a change) to compare. `--smoke` runs every
+ * case small, in seconds (test/bench/scale-smoke.test.ts). Throughput on a shared machine is noisy: compare ratios
+ * within one run.
+ */
+import { randomInt, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { ObjectId, type CommandStartedEvent, type MongoClient } from 'mongodb';
+import { pino } from 'pino';
+import type { PlantRepository } from '../application/ports/plant-repository.js';
+import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
+import { arg, benchStore, COLLECTION, loadAdapter } from './storage-bench.js';
+
+const smoke = process.argv.includes('--smoke');
+const only = new Set((arg('--only') ?? 'a,c,d,e').split(','));
+const P = smoke
+  ? { quota: 200, seconds: 0.5, rounds: 1, held: 4, seeded: 10, replacements: 30, restartOwners: 4, restartEach: 100 }
+  : {
+      quota: 10_000,
+      seconds: 5,
+      rounds: 2,
+      held: 80,
+      seeded: 100,
+      replacements: 300,
+      restartOwners: 20,
+      restartEach: 6000,
+    };
+if (arg('--quota') !== undefined) Object.assign(P, { quota: Number(arg('--quota')) });
+const CLIENTS = 16;
+const TIMEOUT_MS = 2000;
+
+interface Store {
+  readonly repository: PlantRepository;
+  readonly client: MongoClient;
+  readonly slotClient: MongoClient;
+  readonly close: () => Promise<void>;
+}
+const { dist } = await loadAdapter();
+const open = (await import(join(dist, 'adapters/storage/mongodb/mongodb-plant-repository.js')))
+  .mongodbPlantRepository as (options: Record<string, unknown>) => Store;
+const slotsModule = (await import(join(dist, 'adapters/storage/mongodb/owner-slots.js'))) as Record<string, unknown>;
+/** Bytes the adapter weighs for one owner of `plants` plants at the quota: its state now, 64 a plant before. */
+const ownerBytes = (plants: number): number =>
+  typeof slotsModule['STATE_BYTES'] === 'number'
+    ? (slotsModule['STATE_BYTES'] as number) + Math.ceil(P.quota / 8)
+    : 200 + plants * 64;
+
+const { server, handler, client: admin } = await benchStore('scale');
+
+const instance = (db: string, extra: Record<string, unknown> = {}): Store =>
+  open({
+    uri: server.uri,
+    db,
+    timeoutMs: TIMEOUT_MS,
+    writeConcern: 'majority',
+    journal: true,
+    logger: pino({ level: 'silent' }),
+    monitorCommands: true,
+    ...extra,
+  });
+
+/** Counts the commands the stores send, by name (`insert` counted apart when into `plants`), and loads of slots. */
+const counter = (stores: readonly Store[]) => {
+  const c = { total: 0, plantInserts: 0, loads: 0, byName: {} as Record<string, number> };
+  const main = (e: CommandStartedEvent) => {
+    c.total++;
+    c.byName[e.commandName] = (c.byName[e.commandName] ?? 0) + 1;
+    if (e.commandName === 'insert' && e.command['insert'] === 'plants') c.plantInserts++;
+  };
+  const slot = (e: CommandStartedEvent) => {
+    main(e);
+    if (e.commandName === 'find') c.loads++;
+  };
+  for (const s of stores) {
+    s.client.on('commandStarted', main);
+    s.slotClient.on('commandStarted', slot);
+  }
+  return {
+    c,
+    reset: () => Object.assign(c, { total: 0, plantInserts: 0, loads: 0, byName: {} }),
+    stop: () => {
+      for (const s of stores) {
+        s.client.off('commandStarted', main);
+        s.slotClient.off('commandStarted', slot);
+      }
+    },
+  };
+};
+
+const seed = async (db: string, owner: string, n: number) => {
+  const collection = admin.db(db).collection(COLLECTION);
+  for (let i = 0; i < n; i += 5000) {
+    await collection.insertMany(
+      Array.from({ length: Math.min(5000, n - i) }, (_, k) => ({
+        owner,
+        id: BigInt(i + k),
+        name: `plant ${i + k}`,
+        slot: i + k,
+      })),
+    );
+  }
+};
+const plantOf = (id: bigint): Plant => ({ id: id as PlantId, name: `plant ${id}` as PlantName });
+let nextId = 1_000_000n;
+const create = async (repo: PlantRepository, owner: string) => {
+  const e = await repo.insert(owner as Owner, plantOf(nextId++), P.quota)();
+  return e._tag === 'Left' ? 'unavailable' : e.right._tag;
+};
+
+const ms = (t0: number) => performance.now() - t0;
+const fmt = (x: number, d = 2) => x.toFixed(d);
+
+/** `CLIENTS` loops for `secs`; the rate of `op`s that answered true. */
+const drive = async (op: (n: number) => Promise<boolean>, secs: number) => {
+  let n = 0;
+  let ok = 0;
+  const until = performance.now() + secs * 1000;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      do if (await op(n++)) ok++;
+      while (performance.now() < until);
+    }),
+  );
+  return { rate: ok / (ms(t0) / 1000), ok, tried: n };
+};
+
+const zipfPicker = (n: number) => {
+  const weights = Array.from({ length: n }, (_, i) => 1 / (i + 1));
+  const total = weights.reduce((a, b) => a + b, 0);
+  const cdf: number[] = [];
+  let acc = 0;
+  for (const w of weights) cdf.push((acc += w / total));
+  return () => {
+    const r = Math.random();
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((cdf[mid] as number) < r) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+};
+
+const manyOwners = async () => {
+  const db = `scale_a_${randomUUID().slice(0, 8)}`;
+  const active = P.held * 8;
+  const owners = Array.from({ length: active }, (_, i) => `owner-${i}`);
+  for (const owner of owners) await seed(db, owner, P.seeded);
+  const budget = P.held * ownerBytes(P.seeded);
+  console.log(
+    `a. ${active} active owners of ${P.seeded} plants, the slot memory budget holding ${P.held} (${budget.toLocaleString('en')} bytes); ${CLIENTS} clients, ${P.seconds} s a round`,
+  );
+  const collection = admin.db(db).collection(COLLECTION);
+  const bare = (pick: () => number) => async () => {
+    try {
+      await collection.insertOne(
+        {
+          _id: new ObjectId(),
+          owner: `bare-${pick()}`,
+          id: nextId++,
+          name: 'bare',
+          slot: 2 ** 48 + randomInt(2 ** 47),
+        },
+        { writeConcern: { w: 'majority', journal: true, wtimeoutMS: TIMEOUT_MS } },
+      );
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (const [label, pickOf] of [
+    ['uniform', () => () => randomInt(active)],
+    ['Zipf', () => zipfPicker(active)],
+    [
+      'round-robin',
+      () => {
+        let i = 0;
+        return () => i++ % active;
+      },
+    ],
+  ] as const) {
+    const ratios: number[] = [];
+    for (let round = 1; round <= P.rounds; round++) {
+      const d = await drive(bare(pickOf()), P.seconds);
+      const store = instance(db, { slotCacheBytes: budget });
+      const count = counter([store]);
+      const pick = pickOf();
+      const a = await drive(
+        async () => (await create(store.repository, owners[pick()] as string)) === 'Inserted',
+        P.seconds,
+      );
+      count.stop();
+      await store.close();
+      ratios.push(a.rate / d.rate);
+      console.log(
+        `  ${label}, round ${round}: bare ${fmt(d.rate, 0)}/s, adapter ${fmt(a.rate, 0)}/s (${fmt(a.rate / d.rate)}), ${fmt(count.c.total / a.tried)} commands and ${fmt(count.c.loads / a.tried, 3)} loads per create, ${a.tried - a.ok} not stored; ${JSON.stringify(count.c.byName)}`,
+      );
+    }
+  }
+};
+
+const replacing = async () => {
+  const db = `scale_c_${randomUUID().slice(0, 8)}`;
+  const owner = 'full-owner';
+  await seed(db, owner, P.quota);
+  const stores = [instance(db), instance(db), instance(db)];
+  const repos = stores.map((s) => s.repository);
+  // Each instance has seen the owner (as a running service has): one create each, refused.
+  for (const repo of repos) await create(repo, owner);
+  const count = counter(stores);
+  let deleteCommands = 0;
+  let createCommands = 0;
+  let refusedWithRoom = 0;
+  let unavailable = 0;
+  let longestMs = 0;
+  const createdBy: Record<string, number> = {};
+  let loads = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < P.replacements; i++) {
+    count.reset();
+    const gone = await repos[i % 3]?.remove(owner as Owner, BigInt(i) as PlantId)();
+    if (gone?._tag !== 'Right' || !gone.right) throw new Error(`plant ${i} was not deleted`);
+    deleteCommands += count.c.total;
+    count.reset();
+    const started = performance.now();
+    for (;;) {
+      const outcome = await create(repos[(i + 1) % 3] as PlantRepository, owner);
+      if (outcome === 'Inserted') break;
+      if (outcome === 'OwnerFull') refusedWithRoom++;
+      else unavailable++;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    longestMs = Math.max(longestMs, ms(started));
+    createCommands += count.c.total;
+    loads += count.c.loads;
+    for (const [name, n] of Object.entries(count.c.byName)) createdBy[name] = (createdBy[name] ?? 0) + n;
+  }
+  const secs = ms(t0) / 1000;
+  count.stop();
+  console.log(
+    `c. replacing plants at the quota (${P.quota}) across 3 instances, ${P.replacements} times: ${fmt(P.replacements / secs, 1)} replacements/s; per replacement ${fmt((deleteCommands + createCommands) / P.replacements)} commands (delete ${fmt(deleteCommands / P.replacements)}, create ${fmt(createCommands / P.replacements)}); ${refusedWithRoom} creates answered 403 while there was room, ${unavailable} 503; longest until stored ${fmt(longestMs, 0)} ms; the creates' commands: ${JSON.stringify(createdBy)}, ${loads} loads of the owner`,
+  );
+  await Promise.all(stores.map((s) => s.close()));
+};
+
+const filling = async () => {
+  const db = `scale_d_${randomUUID().slice(0, 8)}`;
+  const owner = 'filling-owner';
+  const stores = [instance(db), instance(db), instance(db)];
+  const count = counter(stores);
+  let creates = 0;
+  let unavailable = 0;
+  let full = 0;
+  const t0 = performance.now();
+  let stored = 0;
+  const progress =
+    process.env['SCALE_PROGRESS'] === undefined
+      ? undefined
+      : setInterval(
+          () =>
+            console.log(
+              `    ${stored} stored, ${full} full, ${unavailable} 503, ${count.c.plantInserts} inserts, ${count.c.loads} loads`,
+            ),
+          2000,
+        );
+  let done = false;
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, c) => {
+      while (!done) {
+        creates++;
+        const outcome = await create((stores[c % 3] as Store).repository, owner);
+        if (outcome === 'Inserted') stored++;
+        else if (outcome === 'OwnerFull') {
+          full++;
+          // A create answered 503 may have stored its plant: the owner is full when the collection says so.
+          done ||= (await admin.db(db).collection(COLLECTION).countDocuments({ owner })) >= P.quota;
+        } else unavailable++;
+      }
+    }),
+  );
+  const secs = ms(t0) / 1000;
+  clearInterval(progress);
+  count.stop();
+  const kept = await admin.db(db).collection(COLLECTION).countDocuments({ owner });
+  console.log(
+    `d. filling one owner from 0 to ${P.quota} across 3 instances, ${CLIENTS} clients: ${fmt(stored / secs, 0)} creates/s, ${fmt(count.c.plantInserts / stored, 3)} inserts per stored create, ${count.c.loads} loads, ${unavailable} answered 503, ${full} refused at the quota (${stored} answered stored, ${kept} stored)`,
+  );
+  await Promise.all(stores.map((s) => s.close()));
+};
+
+const restart = async () => {
+  const db = `scale_e_${randomUUID().slice(0, 8)}`;
+  const owners = Array.from({ length: P.restartOwners }, (_, i) => `restart-${i}`);
+  for (const owner of owners) await seed(db, owner, P.restartEach);
+  const warm = instance(db);
+  await warm.repository.ping();
+  await warm.close();
+  const store = instance(db);
+  const t0 = performance.now();
+  let unavailable = 0;
+  let firstUnavailable = 0;
+  const times = await Promise.all(
+    owners.map(async (owner) => {
+      for (let attempt = 0; ; attempt++) {
+        const outcome = await create(store.repository, owner);
+        if (outcome === 'Inserted') return ms(t0);
+        if (outcome === 'unavailable') {
+          unavailable++;
+          if (attempt === 0) firstUnavailable++;
+        }
+      }
+    }),
+  );
+  console.log(
+    `e. a restart over ${(P.restartOwners * P.restartEach).toLocaleString('en')} plants, ${P.restartOwners} owners' first creates at once: ${firstUnavailable} of ${P.restartOwners} first answers 503 (${unavailable} in all), the last stored after ${fmt(Math.max(...times), 0)} ms`,
+  );
+  await store.close();
+};
+
+try {
+  console.log(`FerretDB ${handler}; adapter from ${dist}${smoke ? '; smoke' : ''}`);
+  if (only.has('a')) await manyOwners();
+  if (only.has('c')) await replacing();
+  if (only.has('d')) await filling();
+  if (only.has('e')) await restart();
+} finally {
+  const dbs = await admin.db().admin().listDatabases();
+  for (const { name } of dbs.databases) if (name.startsWith('scale_')) await admin.db(name).dropDatabase();
+  await admin.close();
+  await server.dispose();
+}
+process.exit(0);

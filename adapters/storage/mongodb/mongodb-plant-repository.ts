@@ -320,13 +320,22 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   const budgetBytes = options.slotCacheBytes ?? 64 * 1024 * 1024;
   const outsideStore: OutsideStore = {
     announce: async (bound) => {
-      await bounds.updateOne({ _id: bound }, { $set: { at: new Date() } }, { upsert: true, writeConcern, maxTimeMS });
+      const at = { $set: { at: new Date() } };
+      try {
+        await bounds.updateOne({ _id: bound }, at, { upsert: true, writeConcern, maxTimeMS });
+      } catch (e) {
+        // Two first announcements at once: the upsert that lost finds the document in place, and updates it.
+        if (!isDuplicateKey(e)) throw e;
+        await bounds.updateOne({ _id: bound }, at, { writeConcern, maxTimeMS });
+      }
     },
     announced: async () =>
       (await bounds.find({}, { maxTimeMS }).toArray()).map((d) => ({ bound: d._id, at: d.at.getTime() })),
     outsideOwners: async (max, cap) => {
       await connectUpkeep();
       const owners = new Set<string>();
+      // On MongoDB the (owner, slot) index answers it without a document: its bounds on `slot` let the scan skip from
+      // owner to owner. FerretDB reads the collection.
       const cursor = upkeepCollection.find(
         { slot: { $gte: max } },
         { projection: { _id: 0, owner: 1 }, batchSize: 10_000, maxTimeMS: stepMs },

@@ -14,8 +14,8 @@ import type { Logger } from '../../../application/ports/logger.js';
  * sight (owner-slots.ts), and plants the other bound's processes store meanwhile keep the owner within the largest bound
  * in force. Once the registry shows one bound again, the sweep runs anew, and from its end the bound is exact again.
  *
- * The registry is read at most once per `viewMs` (by the creates that need it); a view older than five times that
- * (the server did not answer) counts as another bound in force.
+ * The registry is read at most once per `viewMs` (by the creates that need it); a view older than five times that,
+ * and at least 5 s (the server did not answer), counts as another bound in force.
  */
 
 /** What the knowledge needs from the store. */
@@ -49,6 +49,8 @@ const keyOf = (max: number): string => (Number.isFinite(max) ? String(max) : 'no
 
 interface Sweep {
   readonly startedAt: number;
+  /** Settles when the sweep ends, whichever way. */
+  readonly ended: Promise<void>;
   risky?: Set<string>;
   failedAt?: number;
 }
@@ -66,11 +68,19 @@ export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
   let epoch = 0;
   let slotsGeneration = 0;
 
+  /** The first announcement of each bound, shared by the creates waiting for it. */
+  const announcing = new Map<string, Promise<void>>();
   const announce = async (key: string): Promise<void> => {
     const last = announcedAt.get(key);
     const now = Date.now();
     if (last === undefined) {
-      await store.announce(key); // before the first create under it: other processes see it within their viewMs
+      // Before the first create under it: other processes see it within their viewMs.
+      let first = announcing.get(key);
+      if (first === undefined) {
+        first = store.announce(key).finally(() => announcing.delete(key));
+        announcing.set(key, first);
+      }
+      await first;
       announcedAt.set(key, now);
     } else if (now - last >= options.heartbeatMs) {
       announcedAt.set(key, now);
@@ -94,7 +104,7 @@ export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
 
   /** Whether a bound other than `max` is in force, as far as the registry says (or cannot say). */
   const mixed = (max: number): boolean => {
-    if (view === undefined || Date.now() - view.at > 5 * options.viewMs) return true;
+    if (view === undefined || Date.now() - view.at > Math.max(5 * options.viewMs, 5000)) return true;
     const key = keyOf(max);
     for (const [bound, at] of view.bounds) if (bound !== key && view.at - at < options.expiryMs) return true;
     return false;
@@ -106,38 +116,42 @@ export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
   };
 
   const sweep = (max: number): void => {
-    const entry: Sweep = { startedAt: Date.now() };
+    let ended: () => void = () => undefined;
+    const entry: Sweep = { startedAt: Date.now(), ended: new Promise((resolve) => (ended = resolve)) };
     sweeps.set(max, entry);
     options.logger.info(
       { bound: max },
       'storage: looking for plants outside the quota in the background (a scan of the collection); until it ends, each owner is looked at once before its first create here',
     );
-    void store.outsideOwners(max, options.cap).then(
-      (owners) => {
-        if (sweeps.get(max) !== entry) return; // dropped meanwhile
-        if (owners === undefined) {
+    void store
+      .outsideOwners(max, options.cap)
+      .then(
+        (owners) => {
+          if (sweeps.get(max) !== entry) return; // dropped meanwhile
+          if (owners === undefined) {
+            entry.failedAt = Date.now();
+            options.logger.warn(
+              { bound: max, cap: options.cap },
+              'storage: more owners than the cap hold plants outside the quota; each owner is looked at once before its first create here',
+            );
+            return;
+          }
+          entry.risky = new Set(owners);
+          options.logger.info(
+            { bound: max, owners: owners.size, ms: Date.now() - entry.startedAt },
+            'storage: the scan for plants outside the quota is done; owners without any need no look before a create',
+          );
+        },
+        (e: unknown) => {
+          if (sweeps.get(max) !== entry) return;
           entry.failedAt = Date.now();
           options.logger.warn(
-            { bound: max, cap: options.cap },
-            'storage: more owners than the cap hold plants outside the quota; each owner is looked at once before its first create here',
+            { bound: max, err: e instanceof Error ? e.message : String(e) },
+            'storage: the scan for plants outside the quota failed; it is tried again later',
           );
-          return;
-        }
-        entry.risky = new Set(owners);
-        options.logger.info(
-          { bound: max, owners: owners.size, ms: Date.now() - entry.startedAt },
-          'storage: the scan for plants outside the quota is done; owners without any need no look before a create',
-        );
-      },
-      (e: unknown) => {
-        if (sweeps.get(max) !== entry) return;
-        entry.failedAt = Date.now();
-        options.logger.warn(
-          { bound: max, err: e instanceof Error ? e.message : String(e) },
-          'storage: the scan for plants outside the quota failed; it is tried again later',
-        );
-      },
-    );
+        },
+      )
+      .finally(ended);
   };
 
   /**
@@ -148,7 +162,12 @@ export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
   const before = async (
     max: number,
     generation: number,
-  ): Promise<{ readonly risky: Set<string> | undefined; readonly epoch: number }> => {
+  ): Promise<{
+    readonly risky: Set<string> | undefined;
+    readonly epoch: number;
+    /** While a sweep under `max` runs: when it ends. */
+    readonly sweeping?: Promise<void>;
+  }> => {
     if (generation !== slotsGeneration) {
       // The slot index was rebuilt or mended: outside plants may have come into being. Sweep again.
       slotsGeneration = generation;
@@ -165,7 +184,11 @@ export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
     if (current === undefined || (current.failedAt !== undefined && Date.now() - current.failedAt >= options.retryMs)) {
       sweep(max);
     }
-    return { risky: sweeps.get(max)?.risky, epoch };
+    const now = sweeps.get(max);
+    if (now?.risky !== undefined) return { risky: now.risky, epoch };
+    return now !== undefined && now.failedAt === undefined
+      ? { risky: undefined, epoch, sweeping: now.ended }
+      : { risky: undefined, epoch };
   };
 
   return { before };

@@ -435,7 +435,19 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     giveUpAt: number,
     slotsGeneration = 0,
   ): Promise<InsertOutcome | undefined> => {
-    const known = await outside.before(max, slotsGeneration);
+    let known = await outside.before(max, slotsGeneration);
+    if (known.sweeping !== undefined && !states.has(owner)) {
+      // The sweep, one scan, answers for every owner at once; on FerretDB each look is a scan of its own. Wait for it,
+      // within half the time this create has left (then look at this owner alone).
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        known.sweeping,
+        new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, (giveUpAt - Date.now()) / 2)))),
+      ]);
+      clearTimeout(timer);
+      check();
+      known = await outside.before(max, slotsGeneration);
+    }
     if (slotsGeneration !== generation || known.epoch !== outsideEpoch) {
       generation = slotsGeneration;
       outsideEpoch = known.epoch;
@@ -444,10 +456,10 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     }
     if (!Number.isFinite(max)) return insertUnbounded(owner, plant, check, giveUpAt);
     const { state, room } = stateOf(owner, max);
-    if (!state.clean && !state.complete && known.risky !== undefined && !known.risky.has(owner)) {
-      // The sweep found no outside plant of this owner, and none has come into being since (one bound in force).
+    if (!state.clean && known.risky !== undefined && !known.risky.has(owner)) {
+      // The sweep found no outside plant of this owner, and none has come into being since (one bound in force): no
+      // look, no load. The owner is counted (loaded) only once it nears its bound: a slot found taken, or no slot free.
       state.clean = true;
-      if (room) loadSoon(owner, state);
     }
     /** The count, when this process has loaded the owner (otherwise it knows only what it stored itself). */
     const counted = (): { count?: number } => (state.complete ? { count: state.count } : {});

@@ -111,15 +111,19 @@ for (const backend of backends) {
         rows.push(
           `${n}: create ${cold.length} (first of this owner here: ${cold.join('+')}), then ${warm.length}; retry ${retry.length}; 409 ${conflict.length}; delete ${remove.length}; page ${page.length}${full.length > 0 ? `; refused at the bound ${firstFull.length} then ${full.length}` : ''}`,
         );
-        assert.ok(cold.length <= 2, `first create at ${n}: ${cold.join(', ')}`);
+        // Under one bound, with the scan for outside plants done: an insert into a slot chosen at random; when another
+        // plant holds it (likelier the fuller the owner), a load of the owner's slots and an insert into a free one.
+        assert.ok(cold.length <= 3, `first create at ${n}: ${cold.join(', ')}`);
         assert.equal(warm, ['insert'], `create at ${n}`);
         if (n + 1 >= MAX) {
           assert.ok(firstFull.length <= 2, `first refusal: ${firstFull.join(', ')}`);
           // The last slot (where a delete through another process leaves a full owner's room), then the id.
           assert.equal(full, ['insert', 'find'], `refused at the bound`);
         }
-        assert.ok(retry.length <= 2, `identical retry at ${n}: ${retry.join(', ')}`);
-        assert.ok(conflict.length <= 2, `409 at ${n}: ${conflict.join(', ')}`);
+        // FerretDB does not say which unique index refused an insert: one more slot is tried before the id is looked
+        // up (owner-slots.ts), so an identical retry or a 409 costs 3 there (2 on MongoDB, which names the index).
+        assert.ok(retry.length <= 3, `identical retry at ${n}: ${retry.join(', ')}`);
+        assert.ok(conflict.length <= 3, `409 at ${n}: ${conflict.join(', ')}`);
         assert.equal(remove, ['find', 'delete'], `delete at ${n}`);
         if (n + 1 >= MAX) {
           // At the bound, the plant in the last slot moves into the one a delete frees (owner-slots.ts), and the next

@@ -466,10 +466,15 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     let collisions = 0;
     let lookedUp = false;
     let triedLast = false;
+    /** Slots this create reserved and found refused without being told by which index (FerretDB). */
+    const unsure: number[] = [];
     const exists = async (): Promise<InsertOutcome | undefined> => {
       lookedUp = true;
       const stored = await store.find(owner, plant);
-      return stored === undefined ? undefined : { _tag: 'Exists', stored, ...counted() };
+      if (stored === undefined) return undefined;
+      // The id refused them, not another plant: they are free as far as this create knows.
+      for (const slot of unsure) state.unmark(slot);
+      return { _tag: 'Exists', stored, ...counted() };
     };
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
@@ -511,12 +516,28 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
         state.mark(slot);
         return { _tag: 'Inserted', ...counted() };
       }
+      if (!state.complete) {
+        // This process knew nothing of the owner's slots and chose at random: load them now (one read), which also
+        // tells which index refused (FerretDB does not say): a slot the load shows free was refused by the id.
+        check();
+        await load(owner, state);
+        if (attempt === 'taken' && !state.has(slot)) {
+          const found = await exists();
+          if (found !== undefined) return found;
+        }
+        state.mark(slot);
+        collisions++;
+        continue;
+      }
       if (attempt === 'taken') {
-        // Refused by the id or the slot (FerretDB does not say which): a stored plant answers.
-        const found = await exists();
-        if (found !== undefined) {
-          if (reserved) state.unmark(slot);
-          return found;
+        // Refused by the id or the slot (FerretDB does not say which): a stored plant answers. The first time, another
+        // slot is tried before the id is looked up: on FerretDB that look is a scan of the collection, an insert is not,
+        // and a plant in the slot is likelier than a retried create (two refusals in a row, then it looks).
+        if (reserved) unsure.push(slot);
+        if (unsure.length >= 2 || !reserved) {
+          const found = await exists();
+          if (found !== undefined) return found;
+          unsure.length = 0;
         }
       }
       // Another plant holds that slot: marked taken. After a few, this process knows too little of the owner.

@@ -89,6 +89,7 @@ export const loadConfig = (env: Env): Config => {
             timeoutMs: get(env, variables.STORAGE_TIMEOUT_MS),
             writeConcern: get(env, variables.MONGODB_WRITE_CONCERN),
             journal: get(env, variables.MONGODB_JOURNAL),
+            slotCacheBytes: get(env, variables.MONGODB_SLOTS_MEMORY_BYTES),
           },
     maxPlantsPerOwner: get(env, variables.MAX_PLANTS_PER_OWNER),
     auth: loadAuth(env),

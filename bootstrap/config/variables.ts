@@ -114,6 +114,12 @@ export const variables = {
     example: 'majority',
   },
   MONGODB_JOURNAL: { name: 'MONGODB_JOURNAL', read: readBoolean, fallback: true, example: 'true' },
+  MONGODB_SLOTS_MEMORY_BYTES: {
+    name: 'MONGODB_SLOTS_MEMORY_BYTES',
+    read: readInteger(0, 2 ** 40),
+    fallback: 64 * 1024 * 1024,
+    example: '67108864',
+  },
   STORAGE_TIMEOUT_MS: { name: 'STORAGE_TIMEOUT_MS', read: readInteger(50, 60_000), fallback: 2000, example: '2000' },
   MAX_PLANTS_PER_OWNER: {
     name: 'MAX_PLANTS_PER_OWNER',

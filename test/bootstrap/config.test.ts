@@ -264,6 +264,7 @@ test('STORAGE=mongodb reads its own variables with their defaults', () => {
     timeoutMs: 2000,
     writeConcern: 'majority',
     journal: true,
+    slotCacheBytes: 64 * 1024 * 1024,
   });
 });
 

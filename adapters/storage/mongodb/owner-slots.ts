@@ -59,7 +59,7 @@ const JUMP_SCAN_SLOTS = 2 ** 16;
  * Heap bytes of one owner's state beside its bitset: the object, its LRU entry and the owner's name (measured with
  * `node --expose-gc dist/bench/slots-memory.js`, see docs/storage.md).
  */
-export const STATE_BYTES = 400;
+export const STATE_BYTES = 700;
 /** Heap bytes of one remembered outside plant (its `_id` and slot), while it waits to be moved in. */
 const OUTSIDE_BYTES = 160;
 /** Tries to take an owner's lock (another process moving its plants in) before the create gives up (503). */

@@ -112,8 +112,9 @@ for (const backend of backends) {
           `${n}: create ${cold.length} (first of this owner here: ${cold.join('+')}), then ${warm.length}; retry ${retry.length}; 409 ${conflict.length}; delete ${remove.length}; page ${page.length}${full.length > 0 ? `; refused at the bound ${firstFull.length} then ${full.length}` : ''}`,
         );
         // Under one bound, with the scan for outside plants done: an insert into a slot chosen at random; when another
-        // plant holds it (likelier the fuller the owner), a load of the owner's slots and an insert into a free one.
-        assert.ok(cold.length <= 3, `first create at ${n}: ${cold.join(', ')}`);
+        // plant holds it (likelier the fuller the owner), one more at random, then a load of the owner's slots and an
+        // insert into a free one.
+        assert.ok(cold.length <= 4, `first create at ${n}: ${cold.join(', ')}`);
         assert.equal(warm, ['insert'], `create at ${n}`);
         if (n + 1 >= MAX) {
           assert.ok(firstFull.length <= 2, `first refusal: ${firstFull.join(', ')}`);
@@ -121,9 +122,10 @@ for (const backend of backends) {
           assert.equal(full, ['insert', 'find'], `refused at the bound`);
         }
         // FerretDB does not say which unique index refused an insert: one more slot is tried before the id is looked
-        // up (owner-slots.ts), so an identical retry or a 409 costs 3 there (2 on MongoDB, which names the index).
-        assert.ok(retry.length <= 3, `identical retry at ${n}: ${retry.join(', ')}`);
-        assert.ok(conflict.length <= 3, `409 at ${n}: ${conflict.join(', ')}`);
+        // up, and for an owner this process has not loaded the load tells (owner-slots.ts). So an identical retry or a
+        // 409 costs up to 4 there (2 on MongoDB, which names the index).
+        assert.ok(retry.length <= 4, `identical retry at ${n}: ${retry.join(', ')}`);
+        assert.ok(conflict.length <= 4, `409 at ${n}: ${conflict.join(', ')}`);
         assert.equal(remove, ['find', 'delete'], `delete at ${n}`);
         if (n + 1 >= MAX) {
           // At the bound, the plant in the last slot moves into the one a delete frees (owner-slots.ts), and the next

@@ -517,16 +517,22 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
         return { _tag: 'Inserted', ...counted() };
       }
       if (!state.complete) {
-        // This process knew nothing of the owner's slots and chose at random: load them now (one read), which also
-        // tells which index refused (FerretDB does not say): a slot the load shows free was refused by the id.
+        // This process knew nothing of the owner's slots and chose at random. Once, another slot at random (an owner
+        // well below its bound rarely refuses two); then load them (one read), which also tells which index refused
+        // (FerretDB does not say): a slot the load shows free was refused by the id.
+        if (attempt === 'taken' && reserved) unsure.push(slot);
+        state.mark(slot);
+        if (++collisions < 2) {
+          state.cursor = randomInt(max);
+          continue;
+        }
         check();
         await load(owner, state);
-        if (attempt === 'taken' && !state.has(slot)) {
+        if (unsure.some((s) => !state.has(s))) {
           const found = await exists();
           if (found !== undefined) return found;
         }
-        state.mark(slot);
-        collisions++;
+        unsure.length = 0;
         continue;
       }
       if (attempt === 'taken') {

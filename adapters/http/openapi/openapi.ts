@@ -178,7 +178,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         responses: {
           '200': {
             description:
-              "The stored plant. With a quota (MAX_PLANTS_PER_OWNER, on by default), Quota-Limit and Quota-Used give the owner's own figures.",
+              "The stored plant. With a quota (MAX_PLANTS_PER_OWNER, on by default), Quota-Limit and Quota-Used give the owner's own figures (on MongoDB, once the serving process has counted the owner: nearly always, see docs/storage.md).",
             headers: { ...commonHeaders, ...quotaHeaders },
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Plant' } } },
           },

@@ -46,11 +46,13 @@ export const OUTSIDE_FROM = 2 ** 48;
 export const outsideSlot = (): number => OUTSIDE_FROM + randomInt(2 ** 48 - 1);
 
 /** Rounds of "choose a free slot, insert into it" before a create gives up as contended (the caller answers 503). */
-const MAX_ROUNDS = 16;
+const MAX_ROUNDS = 32;
 /** Slots lost to other processes in one create before the owner is loaded, in the background. */
 const LOAD_AFTER_COLLISIONS = 2;
 /** ... and before the create waits for that load. */
 const WAIT_AFTER_COLLISIONS = 6;
+/** Collisions since the last load after which a load is due, however recent it was. */
+const RELOAD_AFTER_COLLISIONS = 8;
 /** Slots a bitset covers at most (128 KiB); above that, slots beyond are chosen at random and not remembered. */
 export const BITSET_SLOTS = 2 ** 20;
 /** Above this many slots a collision moves the cursor at random rather than measure every free run. */
@@ -120,6 +122,8 @@ export class OwnerState {
   /** Whether the state holds every plant of the owner as of a load (`loadedAt`), with this process's changes since. */
   complete = false;
   loadedAt = 0;
+  /** Slots found taken since the last load (others' creates this process did not know of). */
+  collisionsSinceLoad = 0;
   /** Where the next create looks for a free slot. */
   cursor: number;
   /** The outside plants loaded and not moved in yet, by `_id` (at most `max` remembered); `outsideCount`: all. */
@@ -279,6 +283,7 @@ export class OwnerState {
     for (const slot of during?.freed ?? []) this.unmark(slot);
     this.complete = true;
     this.loadedAt = Date.now();
+    this.collisionsSinceLoad = 0;
     if (this.outsideCount === 0) this.clean = true;
   }
 
@@ -456,9 +461,10 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     }
     if (!Number.isFinite(max)) return insertUnbounded(owner, plant, check, giveUpAt);
     const { state, room } = stateOf(owner, max);
-    if (!state.clean && known.risky !== undefined && !known.risky.has(owner)) {
+    if (!state.clean && !room && known.risky !== undefined && !known.risky.has(owner)) {
       // The sweep found no outside plant of this owner, and none has come into being since (one bound in force): no
-      // look, no load. The owner is counted (loaded) only once it nears its bound: a slot found taken, or no slot free.
+      // look. With room in the budget the owner is loaded all the same (below): its count, and where its room is, are
+      // worth one read per owner and process; without room, loads would only push each other out.
       state.clean = true;
     }
     /** The count, when this process has loaded the owner (otherwise it knows only what it stored itself). */
@@ -550,8 +556,23 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       state.mark(slot);
       state.jump();
       collisions++;
-      if (collisions >= LOAD_AFTER_COLLISIONS && !fresh(state)) loadSoon(owner, state);
-      if (collisions >= WAIT_AFTER_COLLISIONS && state.loading !== undefined) await state.loading;
+      state.collisionsSinceLoad++;
+      // Loaded a while ago, or since then others have taken many slots this process believed free: load again.
+      if (
+        collisions >= LOAD_AFTER_COLLISIONS &&
+        (!fresh(state) || state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS)
+      ) {
+        loadSoon(owner, state);
+      }
+      if (collisions >= WAIT_AFTER_COLLISIONS && state.loading !== undefined) {
+        // Within half the time this create has left: past that it goes on choosing from what it knows.
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          state.loading.catch(() => undefined),
+          new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, (giveUpAt - Date.now()) / 2)))),
+        ]);
+        clearTimeout(timer);
+      }
     }
     return undefined;
   };

@@ -47,10 +47,8 @@ export const outsideSlot = (): number => OUTSIDE_FROM + randomInt(2 ** 48 - 1);
 
 /** Rounds of "choose a free slot, insert into it" before a create gives up as contended (the caller answers 503). */
 const MAX_ROUNDS = 32;
-/** Slots lost to other processes in one create before the owner is loaded, in the background. */
-const LOAD_AFTER_COLLISIONS = 2;
-/** ... and before the create waits for that load. */
-const WAIT_AFTER_COLLISIONS = 6;
+/** A free run shorter than this is not worth aiming at the middle of (see `jump`). */
+const SHORT_RUN = 8;
 /** Collisions since the last load after which a load is due, however recent it was. */
 const RELOAD_AFTER_COLLISIONS = 8;
 /** Slots a bitset covers at most (128 KiB); above that, slots beyond are chosen at random and not remembered. */
@@ -258,7 +256,9 @@ export class OwnerState {
         bestStart = runStart;
       }
     }
-    this.cursor = (bestStart + (best >> 1)) % span;
+    // Only short runs are left (the owner nearly full): processes racing for the last slots meet less if each goes to
+    // a free slot at random than if all go to the middle of the same run.
+    this.cursor = best < SHORT_RUN ? randomInt(span) : (bestStart + (best >> 1)) % span;
   }
 
   /** Takes what a load read: every plant of the owner, and this process's own marks made while it ran. */
@@ -292,6 +292,17 @@ export class OwnerState {
     this.duringLoad = { marked: new Set(), freed: new Set() };
   }
 }
+
+/** Waits for `work` (if any), at most half the time left until `giveUpAt`; its failure is its owner's to report. */
+const within = async (work: Promise<void> | undefined, giveUpAt: number): Promise<void> => {
+  if (work === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work.catch(() => undefined),
+    new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, (giveUpAt - Date.now()) / 2)))),
+  ]);
+  clearTimeout(timer);
+};
 
 export interface OwnerSlotsOptions {
   /** Heap bytes the states of all owners may hold together; the least recently used go first. */
@@ -444,12 +455,7 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     if (known.sweeping !== undefined && !states.has(owner)) {
       // The sweep, one scan, answers for every owner at once; on FerretDB each look is a scan of its own. Wait for it,
       // within half the time this create has left (then look at this owner alone).
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        known.sweeping,
-        new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, (giveUpAt - Date.now()) / 2)))),
-      ]);
-      clearTimeout(timer);
+      await within(known.sweeping, giveUpAt);
       check();
       known = await outside.before(max, slotsGeneration);
     }
@@ -502,8 +508,17 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
             const found = await exists();
             if (found !== undefined) return found;
           }
-          if (fresh(state) && (state.full || !state.clean)) return { _tag: 'OwnerFull', count: state.count };
+          const refused = { _tag: 'OwnerFull', count: state.count } as const;
+          if (fresh(state) && (state.full || !state.clean)) return refused;
           check();
+          if (state.complete && (state.full || !state.clean)) {
+            // Loaded, but over fullRecheckMs ago: look again, within half the time this create has left; a load slower
+            // than that (a busy server) leaves the refusal on what was loaded before, and runs on for the next ones.
+            loadSoon(owner, state);
+            await within(state.loading, giveUpAt);
+            if (!fresh(state)) return refused;
+            continue;
+          }
           await load(owner, state);
           continue;
         }
@@ -522,57 +537,44 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
         state.mark(slot);
         return { _tag: 'Inserted', ...counted() };
       }
-      if (!state.complete) {
-        // This process knew nothing of the owner's slots and chose at random. Once, another slot at random (an owner
-        // well below its bound rarely refuses two); then load them (one read), which also tells which index refused
-        // (FerretDB does not say): a slot the load shows free was refused by the id.
-        if (attempt === 'taken' && reserved) unsure.push(slot);
-        state.mark(slot);
-        if (++collisions < 2) {
-          state.cursor = randomInt(max);
-          continue;
-        }
+      // Refused: by another plant in that slot, or (FerretDB does not say which index refused) perhaps by the id.
+      if (attempt === 'taken' && reserved) unsure.push(slot);
+      if (attempt === 'taken' && !reserved) {
+        // The last slot, tried as a full owner's room: the id is looked up before anything else.
+        const found = await exists();
+        if (found !== undefined) return found;
+      }
+      state.mark(slot);
+      collisions++;
+      state.collisionsSinceLoad++;
+      if (collisions < 2) {
+        // Once, another slot: an owner well below its bound rarely refuses two.
+        if (state.complete) state.jump();
+        else state.cursor = randomInt(max);
+        continue;
+      }
+      // Two refusals in this create. When this process knew nothing of the owner, loaded it a while ago, or has seen
+      // others take many slots since, it loads the owner (one read; waited for within half the time left). The load
+      // also tells which index refused on FerretDB: a refused slot the load shows free was refused by the id.
+      if (
+        !state.complete ||
+        !fresh(state) ||
+        state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS ||
+        unsure.length >= 2
+      ) {
         check();
-        await load(owner, state);
-        if (unsure.some((s) => !state.has(s))) {
+        loadSoon(owner, state);
+        await within(state.loading, giveUpAt);
+      }
+      if (unsure.length >= 2 || (unsure.length > 0 && !state.complete)) {
+        const free = !state.complete || unsure.some((s) => !state.has(s));
+        if (free) {
           const found = await exists();
           if (found !== undefined) return found;
         }
         unsure.length = 0;
-        continue;
       }
-      if (attempt === 'taken') {
-        // Refused by the id or the slot (FerretDB does not say which): a stored plant answers. The first time, another
-        // slot is tried before the id is looked up: on FerretDB that look is a scan of the collection, an insert is not,
-        // and a plant in the slot is likelier than a retried create (two refusals in a row, then it looks).
-        if (reserved) unsure.push(slot);
-        if (unsure.length >= 2 || !reserved) {
-          const found = await exists();
-          if (found !== undefined) return found;
-          unsure.length = 0;
-        }
-      }
-      // Another plant holds that slot: marked taken. After a few, this process knows too little of the owner.
-      state.mark(slot);
       state.jump();
-      collisions++;
-      state.collisionsSinceLoad++;
-      // Loaded a while ago, or since then others have taken many slots this process believed free: load again.
-      if (
-        collisions >= LOAD_AFTER_COLLISIONS &&
-        (!fresh(state) || state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS)
-      ) {
-        loadSoon(owner, state);
-      }
-      if (collisions >= WAIT_AFTER_COLLISIONS && state.loading !== undefined) {
-        // Within half the time this create has left: past that it goes on choosing from what it knows.
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          state.loading.catch(() => undefined),
-          new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, (giveUpAt - Date.now()) / 2)))),
-        ]);
-        clearTimeout(timer);
-      }
     }
     return undefined;
   };

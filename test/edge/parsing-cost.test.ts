@@ -1,8 +1,8 @@
 import { suite } from 'uvu';
 import { bearerToken } from '../../adapters/http/api/auth.js';
-import { isJsonContentType } from '../../adapters/http/formats/body.js';
-import { decodePathId } from '../../adapters/http/formats/codecs.js';
-import { decodeCursor } from '../../adapters/http/formats/cursor.js';
+import { isJsonContentType } from '../../adapters/http/server/body.js';
+import { decodePathId } from '../../adapters/http/api/codecs.js';
+import { decodeCursor } from '../../adapters/http/api/cursor.js';
 import { int64FromJsonNumber } from '../../domain/int64.js';
 import { PlantName, PlantTag } from '../../domain/plant.js';
 import { serviceSuite } from '../support/http.js';

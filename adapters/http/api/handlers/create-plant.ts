@@ -1,12 +1,12 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { Application } from '../../../../application/application.js';
 import { createPlantScope } from '../../../../application/use-cases/create-plant.js';
-import { isIdentityEncoding, isJsonContentType, readBody } from '../../formats/body.js';
-import { decodeNewPlant } from '../../formats/codecs.js';
+import { isIdentityEncoding, isJsonContentType, readBody } from '../../server/body.js';
+import { decodeNewPlant } from '../codecs.js';
 import { quotaHeaders } from '../failures.js';
-import { parseJson } from '../../formats/json.js';
+import { parseJson } from '../../server/json.js';
 import type { Authorize } from '../pipeline.js';
-import { plantJson } from '../../formats/plant-json.js';
+import { plantJson } from '../plant-json.js';
 import type { Handler, Responder } from '../respond.js';
 
 /**

@@ -1,10 +1,10 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { Application } from '../../../../application/application.js';
 import { listPlantsScope } from '../../../../application/use-cases/list-plants.js';
-import { decodeListSearch } from '../../formats/codecs.js';
-import { encodeCursor } from '../../formats/cursor.js';
+import { decodeListSearch } from '../codecs.js';
+import { encodeCursor } from '../cursor.js';
 import type { Authorize } from '../pipeline.js';
-import { plantsJson } from '../../formats/plant-json.js';
+import { plantsJson } from '../plant-json.js';
 import type { Handler, Responder } from '../respond.js';
 
 /** GET /plants: 401, 403, then the query (400), then one page with a `next` link when more follow. */

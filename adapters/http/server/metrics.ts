@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from '../../../application/ports/logger.js';
-import { requestIdFrom } from '../transport/request-id.js';
-import { createHttpServer, type ServerLimits } from '../transport/server.js';
+import { requestIdFrom } from './request-id.js';
+import { createHttpServer, type ServerLimits } from './server.js';
 
 /** What the HTTP edge reports about every response it sends. */
 export interface HttpMetrics {

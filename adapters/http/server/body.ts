@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
 import type { HttpFailure } from '../api/failures.js';
-import { bodyBudgetOf, expectsContinueOnly } from '../transport/exchange.js';
+import { bodyBudgetOf, expectsContinueOnly } from './exchange.js';
 
 type BodyFailure = Extract<HttpFailure, { _tag: 'PayloadTooLarge' | 'MalformedBody' | 'BodiesBusy' }>;
 

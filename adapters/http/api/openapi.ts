@@ -1,9 +1,9 @@
 import { INT64_MAX, INT64_MIN } from '../../../domain/int64.js';
 import { NAME_MAX, PlantId, TAG_MAX } from '../../../domain/plant.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plants.js';
-import { TOKEN_MAX } from '../api/auth.js';
-import { RETRY_AFTER_SECONDS } from '../api/failures.js';
-import { JSON_LIMITS } from '../formats/json.js';
+import { TOKEN_MAX } from './auth.js';
+import { RETRY_AFTER_SECONDS } from './failures.js';
+import { JSON_LIMITS } from '../server/json.js';
 import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
 
 /**

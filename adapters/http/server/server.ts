@@ -10,7 +10,7 @@ import {
   type ParserError,
 } from './before-routing.js';
 import { connectionStates, lingering, type Connection } from './connections.js';
-import { toResponse, type HttpFailure } from '../api/failures.js';
+import { refusalResponse, type ServerRefusal } from './refusals.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
 import {
@@ -121,10 +121,10 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
   };
 
   /** Answers a request that reached the server with a failure, through its own response, and closes. */
-  const answer = (req: IncomingMessage, res: ServerResponse, failure: HttpFailure, code: string): void => {
+  const answer = (req: IncomingMessage, res: ServerResponse, failure: ServerRefusal, code: string): void => {
     connectionOf(req.socket).closing = true;
     const reqId = requestIdFrom(req.headers['x-request-id']);
-    const { status, message, headers } = toResponse(failure);
+    const { status, message, headers } = refusalResponse(failure);
     const body = JSON.stringify({ error: status, message });
     res.writeHead(status, failureFields(reqId, headers, body)).end(body);
     logAnswered(reqId, req.method, status, code);

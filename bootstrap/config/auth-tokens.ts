@@ -4,7 +4,7 @@ import * as t from 'io-ts';
 import { parse as parseJson } from 'lossless-json';
 import { isBearerToken, TOKEN_MAX } from '../../domain/credentials.js';
 import { isScope, type Scope } from '../../domain/principal.js';
-import { hasControlCharacter } from '../../domain/text.js';
+import { hasControlCharacter } from '../../domain/plant.js';
 
 /** One entry of AUTH_TOKENS, decoded: the secret (as given, or its SHA-256) and the principal it stands for. */
 export interface StaticTokenEntry {

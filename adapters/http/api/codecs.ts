@@ -2,7 +2,15 @@ import * as E from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { isLosslessNumber } from 'lossless-json';
 import type { FieldRuleBroken } from '../../../domain/errors.js';
-import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
+import {
+  PLANT_FIELDS,
+  PLANT_FIELD_NAMES,
+  PlantId,
+  PlantText,
+  plant,
+  type Plant,
+  type PlantField,
+} from '../../../domain/plant.js';
 import type { ListPlantsQuery } from '../../../application/use-cases/list-plants.js';
 import { decodeCursor } from './cursor.js';
 
@@ -35,35 +43,41 @@ const IdFromJsonNumber = field('PlantId', (key, u) => {
   return isLosslessNumber(u) ? PlantId.fromJsonNumber(key, u.value) : E.left(PlantId.rule);
 });
 
-const text = <A extends string>(
-  name: string,
-  from: (key: string, s: string) => E.Either<FieldRuleBroken, A>,
-  max: number,
-) =>
-  field<A>(name, (key, u) => {
-    const missing = required(u);
-    if (missing !== undefined) return E.left(missing);
-    if (u === null) return E.left(`must be a string of 1 to ${max} characters, not null`);
-    return typeof u === 'string' ? from(key, u) : E.left(`must be a string of 1 to ${max} characters`);
-  });
-
-const NameC = text<PlantName>('PlantName', PlantName.from, PlantName.max);
 /**
- * `tag` may be absent (undefined) but not null (the contract). Many serializers write null for an unset optional
- * field (pydantic's model_dump_json, Jackson, System.Text.Json): the message says what to send instead.
+ * The codec of a plant field (PLANT_FIELDS): a string under the field's rule. An optional field may be absent
+ * (undefined) but not null (the contract): many serializers write null for an unset optional field (pydantic's
+ * model_dump_json, Jackson, System.Text.Json), and the message says what to send instead.
  */
-const OptionalTagC = field<PlantTag | undefined>('PlantTag', (key, u) =>
-  u === undefined
-    ? E.right(undefined)
-    : u === null
-      ? E.left(`must be left out when there is none, not null (or be a string of 1 to ${PlantTag.max} characters)`)
-      : typeof u === 'string'
-        ? PlantTag.from(key, u)
-        : E.left(`must be a string of 1 to ${PlantTag.max} characters`),
-);
+const textField = <K extends PlantField>(k: K) => {
+  const { required, max } = PLANT_FIELDS[k];
+  const rule = PlantText[k];
+  const notString = `must be a string of 1 to ${max} characters`;
+  const nullRule = required
+    ? `${notString}, not null`
+    : `must be left out when there is none, not null (or be a string of 1 to ${max} characters)`;
+  return field<PlantText<K> | undefined>(k, (key, u) =>
+    u === undefined
+      ? required
+        ? E.left('is required')
+        : E.right(undefined)
+      : u === null
+        ? E.left(nullRule)
+        : typeof u === 'string'
+          ? rule(key, u)
+          : E.left(notString),
+  );
+};
 
-/** A JSON object with `id`, `name` and optional `tag`, checked in that order; other members are ignored and not kept. */
-const NewPlantMembers = t.type({ id: IdFromJsonNumber, name: NameC, tag: OptionalTagC });
+/**
+ * A JSON object with `id` and the plant's fields, checked in that order; other members are ignored and not kept. A
+ * required field's codec refuses undefined, so what decodes has every required field.
+ */
+const NewPlantMembers = t.type({
+  id: IdFromJsonNumber,
+  ...(Object.fromEntries(PLANT_FIELD_NAMES.map((k) => [k, textField(k)])) as {
+    readonly [K in PlantField]: ReturnType<typeof textField<K>>;
+  }),
+});
 
 /** The first problem, as "field: rule". */
 const describe = (errors: t.Errors): FieldRuleBroken => {
@@ -82,7 +96,7 @@ const isJsonObject = (u: unknown): u is Record<string, unknown> =>
   typeof u === 'object' && u !== null && Object.getPrototypeOf(u) === Object.prototype;
 
 /**
- * Only the codec's own members (`id`, `name`, `tag`) go on to the codec, in a fresh object: every other member is dropped
+ * Only the codec's own members (`id` and the plant's fields) go on to the codec, in a fresh object: every other member is dropped
  * here, so a `__proto__` or `constructor` member can reach nothing (io-ts copies objects by assignment, which
  * would turn an own `__proto__` member into a prototype).
  */

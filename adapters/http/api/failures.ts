@@ -3,6 +3,7 @@ import type { RateDecision } from '../../../application/application.js';
 import type { RateLimited } from '../../../application/use-cases/admit-request.js';
 import type { QuotaUsage } from '../../../application/use-cases/create-plant.js';
 import type { FieldRuleBroken, PlantConflict, PlantNotFound, QuotaExceeded } from '../../../domain/errors.js';
+import { PLANT_FIELD_NAMES } from '../../../domain/plant.js';
 import type { MissingScope } from '../../../domain/principal.js';
 import type { BodyRefusal } from '../server/body.js';
 import type { MalformedBody } from '../server/json-text.js';
@@ -48,6 +49,13 @@ const unavailable = (what: string): FailureResponse => ({
   message: `${what} is unavailable, retry later`,
   headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
 });
+
+/** The plant's fields in words (PLANT_FIELDS), joined by "and" or "or". */
+export const plantFieldsJoined = (conjunction: 'and' | 'or'): string =>
+  PLANT_FIELD_NAMES.length === 1
+    ? (PLANT_FIELD_NAMES[0] as string)
+    : `${PLANT_FIELD_NAMES.slice(0, -1).join(', ')} ${conjunction} ${PLANT_FIELD_NAMES[PLANT_FIELD_NAMES.length - 1] as string}`;
+const CONFLICT = `id: a plant with this id and a different ${plantFieldsJoined('or')} already exists`;
 
 /** IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, three-field form). */
 export const rateLimitHeaders = (d: RateDecision): Record<string, string> => ({
@@ -110,7 +118,7 @@ export const toResponse = (failure: Failure): FailureResponse => {
         headers: { Allow: failure.allow },
       };
     case 'PlantConflict':
-      return { status: 409, message: 'id: a plant with this id and a different name or tag already exists' };
+      return { status: 409, message: CONFLICT };
     case 'PayloadTooLarge':
       return { status: 413, message: `body: must be at most ${failure.limit} bytes`, headers: CLOSE };
     case 'RateLimited':

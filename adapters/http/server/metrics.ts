@@ -54,15 +54,15 @@ export const metricsServer = (
   deps: { readonly logger: Logger; readonly limits: ServerLimits; readonly metrics?: HttpMetrics | undefined },
 ): Server => {
   // Every line of this listener says so, also those its parser's refusals write (server.ts).
-  const tag =
+  const labelled =
     (write: Logger['info']): Logger['info'] =>
     (fields, message) =>
       write({ ...fields, listener: 'metrics' }, message);
   const logger: Logger = {
-    debug: tag(deps.logger.debug.bind(deps.logger)),
-    info: tag(deps.logger.info.bind(deps.logger)),
-    warn: tag(deps.logger.warn.bind(deps.logger)),
-    error: tag(deps.logger.error.bind(deps.logger)),
+    debug: labelled(deps.logger.debug.bind(deps.logger)),
+    info: labelled(deps.logger.info.bind(deps.logger)),
+    warn: labelled(deps.logger.warn.bind(deps.logger)),
+    error: labelled(deps.logger.error.bind(deps.logger)),
   };
   const metrics = deps.metrics === undefined ? undefined : boundedMethods(deps.metrics);
   return createHttpServer(

@@ -40,19 +40,17 @@ const broken = (field: string, rule: string): FieldRuleBroken => ({ _tag: 'Field
 
 const ID_RULE = 'must be an integer from -9223372036854775808 to 9223372036854775807';
 
-const idFromReading =
-  (field: string) =>
-  (reading: Int64Reading): E.Either<FieldRuleBroken, PlantId> =>
-    reading._tag === 'Int64' ? E.right(reading.value as PlantId) : E.left(broken(field, ID_RULE));
+const idFromReading = (field: string, reading: Int64Reading): E.Either<FieldRuleBroken, PlantId> =>
+  reading._tag === 'Int64' ? E.right(reading.value as PlantId) : E.left(broken(field, ID_RULE));
 
 export const PlantId = {
   rule: ID_RULE,
   fromBigInt: (field: string, n: bigint): E.Either<FieldRuleBroken, PlantId> =>
     isInt64(n) ? E.right(n as PlantId) : E.left(broken(field, ID_RULE)),
   /** From a JSON number's source text; `7.0` and `7e0` are the integer 7. */
-  fromJsonNumber: (field: string, text: string) => idFromReading(field)(int64FromJsonNumber(text)),
+  fromJsonNumber: (field: string, text: string) => idFromReading(field, int64FromJsonNumber(text)),
   /** From a plain decimal (a path segment): optional `-`, 1 to 19 digits. */
-  fromDecimal: (field: string, text: string) => idFromReading(field)(int64FromDecimal(text)),
+  fromDecimal: (field: string, text: string) => idFromReading(field, int64FromDecimal(text)),
 } as const;
 
 const NON_BLANK = /\S/u;

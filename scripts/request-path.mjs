@@ -72,7 +72,8 @@ const counts = async (print = false) => {
         ),
       );
       into.functions += 1;
-      if (print && process.env.LIST_FUNCTIONS && into === mine) process.stdout.write(`${script.url.slice(root.length)} ${fn.functionName} ${fn.ranges[0].count}\n`);
+      if (print && process.env.LIST_FUNCTIONS && into === mine)
+        process.stdout.write(`${script.url.slice(root.length)} ${fn.functionName} ${fn.ranges[0].count}\n`);
     }
   }
   return { mine, deps };

@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { parse as parseJson } from 'lossless-json';
-import { isBearerToken, TOKEN_MAX } from '../../domain/credentials.js';
+import { isBearerToken, TOKEN_MAX } from '../../domain/principal.js';
 import { isScope, type Scope } from '../../domain/principal.js';
 import { hasControlCharacter } from '../../domain/plant.js';
 

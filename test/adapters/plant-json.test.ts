@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { plantJson, plantsJson } from '../../adapters/http/api/plant-json.js';
+import { plantJson, plantsJson } from '../../adapters/http/api/codecs.js';
 import type { Plant, PlantId, PlantName, PlantText } from '../../domain/plant.js';
 
 const test = suite('plant JSON: the contract shape, byte for byte what JSON.stringify writes');

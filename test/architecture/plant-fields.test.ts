@@ -5,10 +5,9 @@ import * as E from 'fp-ts/lib/Either.js';
 import { LosslessNumber } from 'lossless-json';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeNewPlant } from '../../adapters/http/api/codecs.js';
+import { decodeNewPlant, plantJson } from '../../adapters/http/api/codecs.js';
 import { toResponse } from '../../adapters/http/api/failures.js';
 import { openApiDocument } from '../../adapters/http/api/openapi.js';
-import { plantJson } from '../../adapters/http/api/plant-json.js';
 import { WORST_CASE_BYTES_PER_PLANT } from '../../adapters/storage/memory/capacity.js';
 import { decodeStored } from '../../adapters/storage/mongodb/plant-document.js';
 import {

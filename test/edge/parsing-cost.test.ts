@@ -1,8 +1,7 @@
 import { suite } from 'uvu';
-import { bearerToken } from '../../adapters/http/api/auth.js';
+import { bearerToken } from '../../adapters/http/api/pipeline.js';
 import { isJsonContentType } from '../../adapters/http/server/body.js';
-import { decodePathId } from '../../adapters/http/api/codecs.js';
-import { decodeCursor } from '../../adapters/http/api/cursor.js';
+import { decodeCursor, decodePathId } from '../../adapters/http/api/codecs.js';
 import { int64FromJsonNumber } from '../../domain/int64.js';
 import { PlantText } from '../../domain/plant.js';
 import { serviceSuite } from '../support/http.js';

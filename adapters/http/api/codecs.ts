@@ -12,11 +12,11 @@ import {
   type PlantField,
 } from '../../../domain/plant.js';
 import type { ListPlantsQuery } from '../../../application/use-cases/list-plants.js';
-import { decodeCursor } from './cursor.js';
 
 /**
- * io-ts codecs for every input of the HTTP edge. Each field codec delegates its rule to the domain's smart
- * constructor, so the rule is written once; the codec only adds the JSON shape and names the field.
+ * The JSON the API reads and writes: io-ts codecs for every input of the HTTP edge (the body of a create, the query of
+ * a list with its cursor, the id of a path), and plants as JSON. Each field codec delegates its rule to the domain's
+ * smart constructor, so the rule is written once; the codec only adds the JSON shape and names the field.
  */
 
 const fieldOf = (c: t.Context): string => c[c.length - 1]?.key || 'body';
@@ -115,6 +115,28 @@ export const decodeNewPlant = (body: unknown): E.Either<FieldRuleBroken, Plant> 
   return E.bimap(describe, plant)(NewPlantMembers.decode(pickMembers(body)));
 };
 
+/**
+ * The opaque `cursor` of a next link: base64url (no padding) of "1:" and the last id served. Only the canonical
+ * encoding of a canonical int64 is accepted, so any other string (malformed, tampered, re-encoded) is refused.
+ * It carries no owner: every page is read inside the caller's own owner, so a cursor can only move within it.
+ */
+const VERSION = '1:';
+const CANONICAL_ID = /^(0|-?[1-9][0-9]{0,18})$/;
+const RULE = 'must be a cursor taken from a next link';
+
+export const encodeCursor = (after: PlantId): string => Buffer.from(VERSION + after.toString()).toString('base64url');
+
+export const decodeCursor = (cursor: string): E.Either<string, PlantId> => {
+  if (cursor.length === 0 || cursor.length > 40 || !/^[A-Za-z0-9_-]+$/.test(cursor)) return E.left(RULE);
+  const bytes = Buffer.from(cursor, 'base64url');
+  if (bytes.toString('base64url') !== cursor) return E.left(RULE);
+  const text = bytes.toString('latin1');
+  if (!text.startsWith(VERSION)) return E.left(RULE);
+  const digits = text.slice(VERSION.length);
+  if (!CANONICAL_ID.test(digits)) return E.left(RULE);
+  return E.mapLeft(() => RULE)(PlantId.fromDecimal('cursor', digits));
+};
+
 /** A query parameter: absent, or given exactly once. */
 const once = (u: unknown): E.Either<FieldRuleBroken | string, string | undefined> =>
   u === undefined || typeof u === 'string' ? E.right(u) : E.left('must be given at most once');
@@ -182,3 +204,10 @@ const PathId = field('id', (key, u) => (typeof u === 'string' ? PlantId.fromDeci
 /** `{id}` of /plants/{id}: a decimal int64. */
 export const decodePathId = (raw: string | undefined): E.Either<FieldRuleBroken, PlantId> =>
   decodeNamed(PathId, 'id', raw);
+
+/** The Plant shape of the contract: every field but the id (an optional field only when present: domain plants omit it). */
+const contractShape = ({ id: _id, ...shape }: Plant): Omit<Plant, 'id'> => shape;
+
+export const plantJson = ({ id: _id, ...shape }: Plant): string => JSON.stringify(shape);
+
+export const plantsJson = (plants: readonly Plant[]): string => JSON.stringify(plants.map(contractShape));

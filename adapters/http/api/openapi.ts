@@ -1,7 +1,7 @@
 import { INT64_MAX, INT64_MIN } from '../../../domain/int64.js';
 import { PLANT_FIELDS, PLANT_FIELD_NAMES, PlantId, type PlantField } from '../../../domain/plant.js';
+import { TOKEN_MAX } from '../../../domain/principal.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plants.js';
-import { TOKEN_MAX } from './auth.js';
 import { plantFieldsJoined, RETRY_AFTER_SECONDS } from './failures.js';
 import { JSON_LIMITS } from '../server/json.js';
 import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';

@@ -4,7 +4,7 @@ import { TOKEN_MAX } from '../../../domain/principal.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plants.js';
 import { plantFieldsJoined, RETRY_AFTER_SECONDS } from './failures.js';
 import { JSON_LIMITS } from '../server/json.js';
-import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
+import { CORS_IN_WORDS, withOperationalPaths } from '../server/openapi-operations.js';
 
 /**
  * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:

@@ -33,7 +33,7 @@ export interface Config {
   readonly corsOrigins: '*' | readonly string[] | undefined;
 }
 
-/** Limits of the HTTP server that are configured (see adapters/http/transport/server.ts); the rest keep their defaults. */
+/** Limits of the HTTP server that are configured (see adapters/http/server/server.ts); the rest keep their defaults. */
 export type ServerLimitsConfig = Omit<ServerLimits, 'lingerMs' | 'lingerBytes'>;
 
 export type AuthConfig =

@@ -81,7 +81,7 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * would not bound it. The number of connections is bounded by `maxConnections`. The bytes held for clients that do not
  * read are bounded per connection (one response at a time, see `serve`) and in total (`maxUnsentBytes`, unsent.ts),
  * and the request-body bytes held while bodies are read in total (`maxBodyBytes`: each connection's body budget,
- * exchange.ts, which formats/body.ts takes from).
+ * exchange.ts, which body.ts takes from).
  */
 export const createHttpServer = (handler: Handler, { logger, limits, refused }: HttpServerDeps): Server => {
   const server = createServer({

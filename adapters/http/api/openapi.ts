@@ -208,7 +208,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           },
           '400': error(
             400,
-            `The body is not UTF-8 JSON, repeats a member name, nests deeper than ${JSON_LIMITS.maxDepth}, holds more than ${JSON_LIMITS.maxValues} members and elements, is not an object, or breaks a field rule; \`message\` names the field and the rule, e.g. "name: must be 1 to ${NAME.max} characters". A member sent as null (what many serializers write for an unset optional field) is refused: leave an optional field out instead. (Malformed HTTP is a 400 too, described under \`default\`.)`,
+            `The body is not UTF-8 JSON, repeats a member name, nests deeper than ${JSON_LIMITS.maxDepth}, holds more than ${JSON_LIMITS.maxValues} members and elements, is not an object, or breaks a field rule; \`message\` names the field and the rule, e.g. "name: must be 1 to ${NAME.max} characters". A member sent as null (what many serializers write for an unset optional field) is refused: leave an optional field (${PLANT_FIELD_NAMES.filter((k) => !PLANT_FIELDS[k].required).join(', ')}) out instead. (Malformed HTTP is a 400 too, described under \`default\`.)`,
             `name: must be 1 to ${NAME.max} characters`,
           ),
           '401': { $ref: '#/components/responses/Unauthorized' },

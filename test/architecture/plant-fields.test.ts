@@ -23,7 +23,8 @@ import {
 /**
  * A plant's fields are declared once (PLANT_FIELDS, domain/plant.ts) and every other place derives them. The first
  * test counts the places where production code names the optional field `tag`, the model of a new optional field,
- * against what docs/architecture.md says a new field touches; the second checks, field by field, that each place that
+ * against what docs/architecture.md says a new field touches (PLANT_FIELDS, and plant JSON's literal, whose type
+ * makes a missing field a compile error); the second checks, field by field, that each place that
  * needs the fields has every one of them (so a place that lists them by hand and forgets one fails here).
  */
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -49,7 +50,7 @@ const placesNaming = (word: string): string[] =>
 
 const test = suite('plant fields');
 
-test('a new optional field touches the places docs/architecture.md says: one line of PLANT_FIELDS', () => {
+test('a new optional field touches the places docs/architecture.md says: its line of PLANT_FIELDS and its member of plant JSON', () => {
   const places = placesNaming('tag');
   const claim = /It touches (\d+) files? in (\d+) places?/.exec(
     readFileSync(join(root, 'docs', 'architecture.md'), 'utf8'),
@@ -58,6 +59,7 @@ test('a new optional field touches the places docs/architecture.md says: one lin
   const files = new Set(places.map((place) => place.slice(0, place.indexOf(':'))));
   assert.equal([files.size, places.length], [Number(claim[1]), Number(claim[2])], places.join('\n'));
   assert.match(places[0] ?? '', /^domain\/plant\.ts:\d+: tag: \{ required: false,/);
+  assert.match(places[1] ?? '', /^adapters\/http\/api\/codecs\.ts:\d+: const contractShape = .*tag: p\.tag/);
 });
 
 const id = 7n as PlantId;

@@ -3,7 +3,7 @@
  * runtime, beside lossless-json's parse (the parser before). Best of 5 batches; no network, no HTTP.
  */
 import { parse as losslessParse } from 'lossless-json';
-import { JSON_LIMITS, jsonParser, reviverSourceAvailable, type NumberSource } from '../adapters/http/formats/json.js';
+import { JSON_LIMITS, jsonParser, reviverSourceAvailable, type NumberSource } from '../adapters/http/server/json.js';
 
 /** A plant with ignored members (objects, numbers, strings, booleans) up to `bytes` long. */
 const withIgnoredMembers = (bytes: number): string => {

@@ -1,17 +1,17 @@
 /**
- * The in-memory store's bound, measured. Fills a memory repository bounded at N plants with worst-case plants (a name
- * of 200 and a tag of 100 astral code points, distinct per plant, each parsed and decoded by the HTTP edge's own code
+ * The in-memory store's bound, measured. Fills a memory repository bounded at N plants with worst-case plants (every
+ * field of PLANT_FIELDS at its longest in astral code points, distinct per plant, each parsed and decoded by the HTTP edge's own code
  * from a request body), checks that one more is refused with StorageFull, and prints one JSON line: the heap bytes
  * per stored plant (after a full GC) and the heap in use at the bound, against the heap limit.
  *
  *   node --expose-gc dist/bench/memory-bound.js [N]    N defaults to the bound derived from this process's heap limit
  */
 import { getHeapStatistics } from 'node:v8';
-import { parseJson } from '../adapters/http/formats/json.js';
-import { decodeNewPlant } from '../adapters/http/formats/codecs.js';
+import { parseJson } from '../adapters/http/server/json.js';
+import { decodeNewPlant } from '../adapters/http/api/codecs.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
-import type { Owner } from '../domain/plant.js';
+import { PLANT_FIELDS, PLANT_FIELD_NAMES, type Owner } from '../domain/plant.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
@@ -33,7 +33,8 @@ const astral = (seed: number, n: number): string => {
 gc();
 const before = process.memoryUsage().heapUsed;
 const plants = memoryPlantRepository({ maxPlants: count });
-const bodyOf = (i: number) => `{"id":${i},"name":"${astral(i, 200)}","tag":"${astral(i + 1, 100)}"}`;
+const bodyOf = (i: number) =>
+  `{"id":${i},${PLANT_FIELD_NAMES.map((k, j) => `"${k}":"${astral(i + j, PLANT_FIELDS[k].max)}"`).join(',')}}`;
 const decode = (body: string) => {
   const parsed = parseJson(Buffer.from(body, 'utf8'));
   if (parsed._tag === 'Left') throw new Error(JSON.stringify(parsed.left));

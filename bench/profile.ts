@@ -51,11 +51,10 @@ const STAGES: ReadonlyArray<readonly [string, RegExp]> = [
   ['storage (memory, sorted-btree)', /memory-plant-repository|sorted-btree/],
   [
     'JSON body (read, pre-scan, parse)',
-    /adapters\/http\/formats\/(json|json-text|body)\.js|lossless-json|internal\/encoding/,
+    /adapters\/http\/server\/(json|json-text|body)\.js|lossless-json|internal\/encoding/,
   ],
-  ['field rules, codecs, cursor', /adapters\/http\/formats\/(codecs|cursor)\.js|\/domain\//],
-  ['serialization (plant JSON)', /plant-json/],
-  ['response: headers, writeHead (ours)', /adapters\/http\/api\/(respond|failures|cors)\.js/],
+  ['field rules, codecs, cursor, plant JSON', /adapters\/http\/api\/codecs\.js|\/domain\//],
+  ['response: headers, writeHead (ours)', /adapters\/http\/(api\/(respond|failures)|server\/cors)\.js/],
   ['auth pipeline, use cases, handlers', /adapters\/http\/api\/(pipeline|auth|handlers\/)|\/application\/|build-app/],
   [
     'edge: server limits, dispatch, request id',

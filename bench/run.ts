@@ -10,7 +10,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
-import { encodeCursor } from '../adapters/http/formats/cursor.js';
+import { encodeCursor } from '../adapters/http/api/codecs.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { cpuSecondsOf } from './cpu.js';
 import { jsonParseCost } from './json-parse.js';

@@ -1,8 +1,8 @@
 import type { Server } from 'node:http';
 import { createHttpApp, type HttpSettings } from '../adapters/http/api/app.js';
-import { exactDispatch } from '../adapters/http/api/exact-dispatch.js';
-import { boundedMethods } from '../adapters/http/api/metrics.js';
-import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/transport/server.js';
+import { exactDispatch } from '../adapters/http/server/exact-dispatch.js';
+import { boundedMethods } from '../adapters/http/server/metrics.js';
+import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/server/server.js';
 import type { Application } from '../application/application.js';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';

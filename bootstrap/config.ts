@@ -3,7 +3,7 @@
  * naming the variable, what is wrong and a good example; a secret's value is never repeated in that line.
  * The variables and their readers are in config/; the shapes an adapter takes are the adapter's own option types.
  */
-import type { ServerLimits } from '../adapters/http/transport/server.js';
+import type { ServerLimits } from '../adapters/http/server/server.js';
 import type { MongoOptions } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { JwtOptions } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import type { StaticTokenEntry } from './config/auth-tokens.js';
@@ -33,7 +33,7 @@ export interface Config {
   readonly corsOrigins: '*' | readonly string[] | undefined;
 }
 
-/** Limits of the HTTP server that are configured (see adapters/http/transport/server.ts); the rest keep their defaults. */
+/** Limits of the HTTP server that are configured (see adapters/http/server/server.ts); the rest keep their defaults. */
 export type ServerLimitsConfig = Omit<ServerLimits, 'lingerMs' | 'lingerBytes'>;
 
 export type AuthConfig =

@@ -4,9 +4,9 @@ import './require-supported-node.js';
 import { onStopSignal } from './signals.js';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
-import { corsPolicy } from '../adapters/http/api/cors.js';
-import { closeAfterResponses, defaultServerLimits, requestsInFlight } from '../adapters/http/transport/server.js';
-import { metricsServer } from '../adapters/http/api/metrics.js';
+import { corsPolicy } from '../adapters/http/server/cors.js';
+import { closeAfterResponses, defaultServerLimits, requestsInFlight } from '../adapters/http/server/server.js';
+import { metricsServer } from '../adapters/http/server/metrics.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
 import {
   backendObserver,

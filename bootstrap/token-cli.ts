@@ -4,8 +4,8 @@ import * as E from 'fp-ts/lib/Either.js';
 import type { TokenGrant } from '../adapters/tokens/redis/redis-token-store.js';
 import { Owner } from '../domain/plant.js';
 import { isScope, type Scope } from '../domain/principal.js';
-import { isBearerToken } from '../domain/credentials.js';
-import { hasControlCharacter } from '../domain/text.js';
+import { isBearerToken } from '../domain/principal.js';
+import { hasControlCharacter } from '../domain/plant.js';
 import { ConfigError, loadConfig } from './config.js';
 
 /**

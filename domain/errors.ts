@@ -7,7 +7,7 @@ export interface FieldRuleBroken {
   readonly rule: string;
 }
 
-/** The owner already has a plant with this id, with another name or tag. */
+/** The owner already has a plant with this id, with another value in one of its fields. */
 export interface PlantConflict {
   readonly _tag: 'PlantConflict';
 }

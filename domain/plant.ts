@@ -1,50 +1,66 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { int64FromDecimal, int64FromJsonNumber, isInt64, type Int64Reading } from './int64.js';
 import type { FieldRuleBroken } from './errors.js';
-import { hasControlCharacter } from './text.js';
 
 /** Nominal typing: a value of a branded type has passed its smart constructor. */
 declare const brand: unique symbol;
 type Brand<T, B extends string> = T & { readonly [brand]: B };
 
+/**
+ * The fields of a plant beside its id, in the order they are checked and shown: each a text of 1 to `max` code points
+ * under the one text rule (`textRule`, below). A plant must have the `required` ones and may leave out the others;
+ * `example` is a value the API's documentation shows. Everything that lists a plant's fields derives from this one
+ * record: the Plant type, `samePlant`, `plant`, the HTTP body's codec and the OpenAPI schemas, the 409 message, the
+ * MongoDB document's check, the memory store's worst-case size. A new field is one line here
+ * (docs/architecture.md, "Adding a plant field"; test/architecture/plant-fields.test.ts keeps that true).
+ */
+export const PLANT_FIELDS = {
+  name: { required: true, max: 200, example: 'Monstera' },
+  tag: { required: false, max: 100, example: 'indoor' },
+} as const satisfies Record<string, { readonly required: boolean; readonly max: number; readonly example: string }>;
+
+type Fields = typeof PLANT_FIELDS;
+export type PlantField = keyof Fields;
+/** The fields in their order. */
+export const PLANT_FIELD_NAMES = Object.keys(PLANT_FIELDS) as readonly PlantField[];
+
 /** A plant's identifier: an exact int64, unique per owner. */
 export type PlantId = Brand<bigint, 'PlantId'>;
-/** 1 to 200 code points, not blank, no control characters. */
-export type PlantName = Brand<string, 'PlantName'>;
-/** 1 to 100 code points, not blank, no control characters. */
-export type PlantTag = Brand<string, 'PlantTag'>;
+/** A checked value of the field `K`: 1 to `PLANT_FIELDS[K].max` code points, not blank, no control characters. */
+export type PlantText<K extends PlantField> = Brand<string, `Plant.${K}`>;
+export type PlantName = PlantText<'name'>;
 /** The tenant a principal acts for; every plant belongs to exactly one owner. */
 export type Owner = Brand<string, 'Owner'>;
 
-export interface Plant {
-  readonly id: PlantId;
-  readonly name: PlantName;
-  readonly tag?: PlantTag;
-}
-
-export const NAME_MAX = 200;
-export const TAG_MAX = 100;
+type RequiredFields = { readonly [K in PlantField as Fields[K]['required'] extends true ? K : never]: PlantText<K> };
+type OptionalFields = { readonly [K in PlantField as Fields[K]['required'] extends true ? never : K]?: PlantText<K> };
+export type Plant = { readonly id: PlantId } & RequiredFields & OptionalFields;
 
 const broken = (field: string, rule: string): FieldRuleBroken => ({ _tag: 'FieldRuleBroken', field, rule });
 
 const ID_RULE = 'must be an integer from -9223372036854775808 to 9223372036854775807';
 
-const idFromReading =
-  (field: string) =>
-  (reading: Int64Reading): E.Either<FieldRuleBroken, PlantId> =>
-    reading._tag === 'Int64' ? E.right(reading.value as PlantId) : E.left(broken(field, ID_RULE));
+const idFromReading = (field: string, reading: Int64Reading): E.Either<FieldRuleBroken, PlantId> =>
+  reading._tag === 'Int64' ? E.right(reading.value as PlantId) : E.left(broken(field, ID_RULE));
 
 export const PlantId = {
   rule: ID_RULE,
   fromBigInt: (field: string, n: bigint): E.Either<FieldRuleBroken, PlantId> =>
     isInt64(n) ? E.right(n as PlantId) : E.left(broken(field, ID_RULE)),
   /** From a JSON number's source text; `7.0` and `7e0` are the integer 7. */
-  fromJsonNumber: (field: string, text: string) => idFromReading(field)(int64FromJsonNumber(text)),
+  fromJsonNumber: (field: string, text: string) => idFromReading(field, int64FromJsonNumber(text)),
   /** From a plain decimal (a path segment): optional `-`, 1 to 19 digits. */
-  fromDecimal: (field: string, text: string) => idFromReading(field)(int64FromDecimal(text)),
+  fromDecimal: (field: string, text: string) => idFromReading(field, int64FromDecimal(text)),
 } as const;
 
 const NON_BLANK = /\S/u;
+// Control characters are C0 (U+0000..U+001F) and DEL (U+007F). C1 controls and format characters are allowed,
+// as the contract names only these.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Whether the text holds a control character (the rule of plant fields, owners and subjects alike). */
+export const hasControlCharacter = (s: string): boolean => CONTROL.test(s);
 
 const countCodePoints = (s: string): number => {
   let n = 0;
@@ -53,12 +69,12 @@ const countCodePoints = (s: string): number => {
 };
 
 /**
- * The shared text rule of name and tag. A lone UTF-16 surrogate is refused too: it is not a Unicode scalar value,
+ * The text rule of every plant field. A lone UTF-16 surrogate is refused too: it is not a Unicode scalar value,
  * UTF-8 (the wire and every store) cannot carry it, and it would come back changed.
  */
-const text =
-  <B extends string>(max: number) =>
-  (field: string, s: string): E.Either<FieldRuleBroken, Brand<string, B>> => {
+const textRule =
+  <K extends PlantField>(max: number) =>
+  (field: string, s: string): E.Either<FieldRuleBroken, PlantText<K>> => {
     // A code point is one or two UTF-16 units: past 2 * max units the text is too long without counting, so
     // every check below reads at most 2 * max units, whatever the size of the string.
     const length = s.length > 2 * max ? max + 1 : countCodePoints(s);
@@ -66,11 +82,13 @@ const text =
     if (hasControlCharacter(s)) return E.left(broken(field, 'must not contain control characters'));
     if (!NON_BLANK.test(s)) return E.left(broken(field, 'must contain a non-whitespace character'));
     if (!s.isWellFormed()) return E.left(broken(field, 'must be well-formed Unicode (no lone surrogates)'));
-    return E.right(s as Brand<string, B>);
+    return E.right(s as PlantText<K>);
   };
 
-export const PlantName = { max: NAME_MAX, from: text<'PlantName'>(NAME_MAX) } as const;
-export const PlantTag = { max: TAG_MAX, from: text<'PlantTag'>(TAG_MAX) } as const;
+/** Each field's rule: `PlantText.name('name', s)` is the checked name, or the rule it breaks. */
+export const PlantText = Object.fromEntries(PLANT_FIELD_NAMES.map((k) => [k, textRule(PLANT_FIELDS[k].max)])) as {
+  readonly [K in PlantField]: (field: string, s: string) => E.Either<FieldRuleBroken, PlantText<K>>;
+};
 
 export const Owner = {
   /** Owners come from trusted principals; the rule only keeps empty and oversized keys out of every store. */
@@ -80,12 +98,25 @@ export const Owner = {
       : E.left(broken('owner', 'must be 1 to 256 characters without control characters')),
 } as const;
 
-/** A retried create is safe: the same id with the same name and tag is the same plant. */
-export const samePlant = (a: Plant, b: Plant): boolean => a.id === b.id && a.name === b.name && a.tag === b.tag;
+/** A retried create is safe: the same id with the same value in every field is the same plant. */
+export const samePlant = (a: Plant, b: Plant): boolean => {
+  if (a.id !== b.id) return false;
+  for (const k of PLANT_FIELD_NAMES) if (a[k] !== b[k]) return false;
+  return true;
+};
 
-/** A plant of checked fields; an absent tag is left out, not kept as undefined. */
-export const plant = ({ id, name, tag }: { id: PlantId; name: PlantName; tag?: PlantTag | undefined }): Plant =>
-  tag === undefined ? { id, name } : { id, name, tag };
+/** What `plant` takes: checked fields, an optional one absent or undefined. */
+export type PlantFields = { readonly id: PlantId } & { readonly [K in PlantField]?: PlantText<K> | undefined };
+
+/**
+ * A plant of checked fields (the caller has checked that the required ones are there), in the fields' order; an
+ * absent field is left out, not kept as undefined.
+ */
+export const plant = (fields: PlantFields): Plant => {
+  const made: Record<string, unknown> = { id: fields.id };
+  for (const k of PLANT_FIELD_NAMES) if (fields[k] !== undefined) made[k] = fields[k];
+  return made as Plant;
+};
 
 /** Ascending order by id, exact over the whole int64 range. */
 export const compareIds = (a: PlantId, b: PlantId): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -30,7 +30,7 @@ export interface CreatePlantSettings {
 
 /**
  * Stores a new plant for the principal's owner. The rules, in order: a plant already stored exactly so is a safe
- * retry and answers the stored plant, and the same id with another name or tag is a conflict, both whatever the
+ * retry and answers the stored plant, and the same id with another value in any field is a conflict, both whatever the
  * owner's count (so a retry still succeeds at the quota); only a new plant needs room, and an owner that already
  * keeps `maxPlantsPerOwner` plants is refused with its figures. The store checks id and room in one atomic step.
  */

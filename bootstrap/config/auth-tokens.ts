@@ -2,9 +2,9 @@ import { hash } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { parse as parseJson } from 'lossless-json';
-import { isBearerToken, TOKEN_MAX } from '../../domain/credentials.js';
+import { isBearerToken, TOKEN_MAX } from '../../domain/principal.js';
 import { isScope, type Scope } from '../../domain/principal.js';
-import { hasControlCharacter } from '../../domain/text.js';
+import { hasControlCharacter } from '../../domain/plant.js';
 
 /** One entry of AUTH_TOKENS, decoded: the secret (as given, or its SHA-256) and the principal it stands for. */
 export interface StaticTokenEntry {

@@ -1,4 +1,4 @@
-import { defaultServerLimits } from '../../adapters/http/transport/server.js';
+import { defaultServerLimits } from '../../adapters/http/server/server.js';
 import { readAuthTokens, type StaticTokenEntry } from './auth-tokens.js';
 import {
   readBoolean,

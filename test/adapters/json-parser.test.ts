@@ -10,7 +10,7 @@ import {
   REPEATED_MEMBER,
   reviverSourceAvailable,
   type NumberSource,
-} from '../../adapters/http/formats/json.js';
+} from '../../adapters/http/server/json.js';
 import { assertLinear, perCallMs, sized } from '../edge/cost.js';
 
 /**

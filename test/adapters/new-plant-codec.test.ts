@@ -1,8 +1,8 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeNewPlant } from '../../adapters/http/formats/codecs.js';
-import { parseJson } from '../../adapters/http/formats/json.js';
+import { decodeNewPlant } from '../../adapters/http/api/codecs.js';
+import { parseJson } from '../../adapters/http/server/json.js';
 
 const test = suite('POST /plants body codec: a Plant, or the first broken field in the order id, name, tag');
 

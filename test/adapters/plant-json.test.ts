@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { plantJson, plantsJson } from '../../adapters/http/formats/plant-json.js';
-import type { Plant, PlantId, PlantName, PlantTag } from '../../domain/plant.js';
+import { plantJson, plantsJson } from '../../adapters/http/api/codecs.js';
+import type { Plant, PlantId, PlantName, PlantText } from '../../domain/plant.js';
 
 const test = suite('plant JSON: the contract shape, byte for byte what JSON.stringify writes');
 
@@ -15,7 +15,7 @@ const anyPlant = fc.record(
   {
     id: fc.bigInt().map((n) => n as PlantId),
     name: anyText.map((s) => s as PlantName),
-    tag: anyText.map((s) => s as PlantTag),
+    tag: anyText.map((s) => s as PlantText<'tag'>),
   },
   { requiredKeys: ['id', 'name'] },
 );

@@ -8,7 +8,8 @@ import * as assert from 'uvu/assert';
 
 /**
  * The hexagon's rules, checked on the TypeScript sources: the domain depends on nothing but fp-ts and io-ts; the
- * application on the domain and those two; adapters never on bootstrap; no production code on tests.
+ * application on the domain and those two; adapters never on bootstrap; the HTTP machinery (adapters/http/server)
+ * never on the API above it (adapters/http/api); no production code on tests.
  */
 const PURE_PACKAGES = '^node_modules/(fp-ts|io-ts)/';
 const rules: IForbiddenRuleType[] = [
@@ -47,6 +48,14 @@ const rules: IForbiddenRuleType[] = [
     comment: 'adapters/http reaches use cases through the Application; it imports no driven port (the logger aside)',
     from: { path: '^adapters/http/' },
     to: { path: '^application/ports/', pathNot: '^application/ports/logger[.]ts$' },
+  },
+  {
+    name: 'http-machinery-does-not-import-the-api',
+    severity: 'error',
+    comment:
+      'adapters/http/server/ (the HTTP machinery: transport, body and JSON reading, dispatch) never imports adapters/http/api/ (the API room above it): imports point one way',
+    from: { path: '^adapters/http/server/' },
+    to: { path: '^adapters/http/api/' },
   },
   {
     name: 'bench-does-not-import-tests',
@@ -122,7 +131,7 @@ test('the rules catch a domain file importing polka, an application file importi
   }
 });
 
-test('the rules catch one adapter importing another, the HTTP edge importing a port, and bench importing tests', async () => {
+test('the rules catch one adapter importing another, the HTTP edge importing a port, the HTTP machinery importing the API, and bench importing tests', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'layers-'));
   try {
     const files: Record<string, string> = {
@@ -135,6 +144,10 @@ test('the rules catch one adapter importing another, the HTTP edge importing a p
       'adapters/http/edge.ts':
         "import { port } from '../../application/ports/plant-repository.js';\nimport { logger } from '../../application/ports/logger.js';\nexport const e = [port, logger];\n",
       'adapters/http/inner/handler.ts': "import { e } from '../edge.js';\nexport const h = e;\n",
+      'adapters/http/server/server.ts': "import { routes } from '../api/routes.js';\nexport const s = routes;\n",
+      'adapters/http/api/routes.ts': 'export const routes = 1;\n',
+      'adapters/http/api/app.ts':
+        "import { routes } from './routes.js';\nimport { s } from '../server/server.js';\nexport const a = [routes, s];\n",
       'test/support/servers.ts': 'export const servers = 1;\n',
       'bench/run.ts': "import { servers } from '../test/support/servers.js';\nexport const b = servers;\n",
     };
@@ -148,6 +161,7 @@ test('the rules catch one adapter importing another, the HTTP edge importing a p
       'adapters-do-not-import-one-another: adapters/rate-limit/redis/limiter.ts -> adapters/storage/memory/store.ts',
       'http-edge-holds-the-application-only: adapters/http/edge.ts -> application/ports/plant-repository.ts',
       'bench-does-not-import-tests: bench/run.ts -> test/support/servers.ts',
+      'http-machinery-does-not-import-the-api: adapters/http/server/server.ts -> adapters/http/api/routes.ts',
     ];
     assert.equal(
       [...violations].sort(),

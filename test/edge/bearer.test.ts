@@ -1,5 +1,5 @@
 import * as assert from 'uvu/assert';
-import { TOKEN_MAX } from '../../adapters/http/api/auth.js';
+import { TOKEN_MAX } from '../../domain/principal.js';
 import { sha256, staticTokenVerifier } from '../../adapters/tokens/static/static-token-verifier.js';
 import type { Owner } from '../../domain/plant.js';
 import { freshOwner } from '../support/fixtures.js';

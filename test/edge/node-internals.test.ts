@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { eventually, within } from '../support/wait.js';
 
 /**
- * The Node internals adapters/http/transport/server.ts leans on, checked on a bare node:http server (none of the
+ * The Node internals adapters/http/server/server.ts leans on, checked on a bare node:http server (none of the
  * service's code), so that a Node release that moves one fails here by name rather than somewhere in the edge suites.
  * CI runs this file on every Node major it supports (20 and 24).
  */

@@ -1,10 +1,9 @@
 import { suite } from 'uvu';
-import { bearerToken } from '../../adapters/http/api/auth.js';
-import { isJsonContentType } from '../../adapters/http/formats/body.js';
-import { decodePathId } from '../../adapters/http/formats/codecs.js';
-import { decodeCursor } from '../../adapters/http/formats/cursor.js';
+import { bearerToken } from '../../adapters/http/api/pipeline.js';
+import { isJsonContentType } from '../../adapters/http/server/body.js';
+import { decodeCursor, decodePathId } from '../../adapters/http/api/codecs.js';
 import { int64FromJsonNumber } from '../../domain/int64.js';
-import { PlantName, PlantTag } from '../../domain/plant.js';
+import { PlantText } from '../../domain/plant.js';
 import { serviceSuite } from '../support/http.js';
 import { assertLinear, perCallMs, perCallMsAsync, sized } from './cost.js';
 
@@ -67,9 +66,9 @@ const readers: Array<[string, (n: number) => string, (s: string) => unknown]> = 
   ['int64FromJsonNumber, zero fraction', (n) => `0.${'0'.repeat(n)}1`, int64FromJsonNumber],
   ['int64FromJsonNumber, exponent digits', (n) => `1${'0'.repeat(n)}e-${'9'.repeat(n)}`, int64FromJsonNumber],
   ['int64FromJsonNumber, not a number at the end', (n) => `-1${'0'.repeat(n)}x`, int64FromJsonNumber],
-  ['PlantName.from, whitespace', (n) => ' '.repeat(n), (s) => PlantName.from('name', s)],
-  ['PlantName.from, control at the end', (n) => `${'a'.repeat(n)}\u0001`, (s) => PlantName.from('name', s)],
-  ['PlantTag.from, surrogate pairs', (n) => '🌵'.repeat(n), (s) => PlantTag.from('tag', s)],
+  ['PlantText.name, whitespace', (n) => ' '.repeat(n), (s) => PlantText.name('name', s)],
+  ['PlantText.name, control at the end', (n) => `${'a'.repeat(n)}\u0001`, (s) => PlantText.name('name', s)],
+  ['PlantText.tag, surrogate pairs', (n) => '🌵'.repeat(n), (s) => PlantText.tag('tag', s)],
   ['bearerToken, spaces then a token', (n) => `Bearer ${' '.repeat(n)}abc`, bearerToken],
   ['bearerToken, a long token', (n) => `Bearer ${'a'.repeat(n)}=`, bearerToken],
   ['bearerToken, equals signs then a letter', (n) => `Bearer a${'='.repeat(n)}a`, bearerToken],

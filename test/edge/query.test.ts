@@ -1,5 +1,5 @@
 import * as assert from 'uvu/assert';
-import { encodeCursor } from '../../adapters/http/formats/cursor.js';
+import { encodeCursor } from '../../adapters/http/api/codecs.js';
 import type { PlantId } from '../../domain/plant.js';
 import { serviceSuite, type Service } from '../support/http.js';
 import { assertLinear, perCallMsAsync } from './cost.js';

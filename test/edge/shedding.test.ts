@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { ServerLimits } from '../../adapters/http/transport/server.js';
+import type { ServerLimits } from '../../adapters/http/server/server.js';
 import { startService } from '../support/http.js';
 import { eventually, within } from '../support/wait.js';
 

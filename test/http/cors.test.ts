@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { corsPolicy } from '../../adapters/http/api/cors.js';
+import { corsPolicy } from '../../adapters/http/server/cors.js';
 import { memoryRateLimiter } from '../../adapters/rate-limit/memory/memory-rate-limiter.js';
 import { serviceSuite } from '../support/http.js';
 import { runNode } from '../support/process.js';

@@ -1,5 +1,5 @@
 import * as assert from 'uvu/assert';
-import { encodeCursor } from '../../adapters/http/formats/cursor.js';
+import { encodeCursor } from '../../adapters/http/api/codecs.js';
 import type { PlantId } from '../../domain/plant.js';
 import { downRepository } from '../support/fakes.js';
 import { httpSuite, type Service, serviceSuite } from '../support/http.js';

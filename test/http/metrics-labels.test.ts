@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { HttpMetrics } from '../../adapters/http/api/metrics.js';
+import type { HttpMetrics } from '../../adapters/http/server/metrics.js';
 import { rawRequest, startService } from '../support/http.js';
 
 /**

@@ -2,7 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { stringify } from 'lossless-json';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openApiDocument } from '../../adapters/http/openapi/openapi.js';
+import { openApiDocument } from '../../adapters/http/api/openapi.js';
 
 const test = suite('OpenAPI document');
 const text = stringify(openApiDocument({ bodyLimit: 16384 })) as string;

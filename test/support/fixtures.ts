@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
-import type { Owner, Plant, PlantId, PlantName, PlantTag } from '../../domain/plant.js';
+import type { Owner, Plant, PlantId, PlantName, PlantText } from '../../domain/plant.js';
 import { SCOPES, type Principal, type Scope } from '../../domain/principal.js';
 
 /** A fresh owner per test keeps tests independent on any store, without wiping it. */
@@ -10,7 +10,7 @@ export const freshOwner = (label = 'owner'): Owner => `${label}-${randomUUID()}`
 export const aPlant = (id: bigint, name = `plant ${id}`, tag?: string): Plant =>
   tag === undefined
     ? { id: id as PlantId, name: name as PlantName }
-    : { id: id as PlantId, name: name as PlantName, tag: tag as PlantTag };
+    : { id: id as PlantId, name: name as PlantName, tag: tag as PlantText<'tag'> };
 
 export const principal = (owner: Owner = freshOwner(), scopes: readonly Scope[] = SCOPES): Principal => ({
   subject: `subject-of-${owner}`,

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import type { HttpSettings } from '../../adapters/http/api/app.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { sha256, staticTokenVerifier } from '../../adapters/tokens/static/static-token-verifier.js';
-import { defaultServerLimits, type ServerLimits } from '../../adapters/http/transport/server.js';
+import { defaultServerLimits, type ServerLimits } from '../../adapters/http/server/server.js';
 import { buildApp, type ApplicationSettings, type Ports } from '../../bootstrap/build-app.js';
 import type { Principal, Scope } from '../../domain/principal.js';
 import { freshOwner, principal } from './fixtures.js';

@@ -3,8 +3,8 @@ import { stringify } from 'lossless-json';
 import polka, { type Request } from 'polka';
 import type { Application } from '../../../application/application.js';
 import type { Logger } from '../../../application/ports/logger.js';
-import type { CorsPolicy } from './cors.js';
-import { docsSite } from '../openapi/docs.js';
+import type { CorsPolicy } from '../server/cors.js';
+import { docsSite } from '../server/docs.js';
 import { createPlantHandler } from './handlers/create-plant.js';
 import { deletePlantHandler } from './handlers/delete-plant.js';
 import { listPlantsHandler } from './handlers/list-plants.js';
@@ -16,8 +16,8 @@ import {
   openApiHandler,
   readinessHandler,
 } from './handlers/operational.js';
-import type { HttpMetrics, MetricsExposition } from './metrics.js';
-import { openApiDocument } from '../openapi/openapi.js';
+import type { HttpMetrics, MetricsExposition } from '../server/metrics.js';
+import { openApiDocument } from './openapi.js';
 import { authorizer } from './pipeline.js';
 import { exchangeOf, responder, type Exchange, type Handler } from './respond.js';
 

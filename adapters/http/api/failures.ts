@@ -3,30 +3,28 @@ import type { RateDecision } from '../../../application/application.js';
 import type { RateLimited } from '../../../application/use-cases/admit-request.js';
 import type { QuotaUsage } from '../../../application/use-cases/create-plant.js';
 import type { FieldRuleBroken, PlantConflict, PlantNotFound, QuotaExceeded } from '../../../domain/errors.js';
+import { PLANT_FIELD_NAMES } from '../../../domain/plant.js';
 import type { MissingScope } from '../../../domain/principal.js';
+import type { BodyRefusal } from '../server/body.js';
+import type { MalformedBody } from '../server/json-text.js';
+import { CLOSE, type FailureResponse } from '../server/refusals.js';
 
-/** Failures that only exist at the HTTP edge. */
+/** Failures that only exist at the HTTP edge; reading a body reports its own (server/body.ts, server/json-text.ts). */
 export type HttpFailure =
   | { readonly _tag: 'MissingCredentials' }
   | { readonly _tag: 'UnsupportedMediaType' }
   | { readonly _tag: 'UnsupportedContentEncoding' }
-  | { readonly _tag: 'PayloadTooLarge'; readonly limit: number }
-  /** The server holds as many request-body bytes as it may (MAX_BODY_BYTES): this body is not read. */
-  | { readonly _tag: 'BodiesBusy' }
-  | { readonly _tag: 'MalformedBody'; readonly reason: string }
+  | BodyRefusal
+  | MalformedBody
   | { readonly _tag: 'RouteNotFound' }
   | { readonly _tag: 'MethodNotAllowed'; readonly allow: string }
   | { readonly _tag: 'InternalError' }
-  | { readonly _tag: 'NotReady'; readonly down: readonly string[] }
-  // Found by Node's HTTP parser or the server before any route: each closes the connection.
-  | { readonly _tag: 'MalformedRequest'; readonly reason: string }
-  | { readonly _tag: 'RequestTimeout'; readonly headersMs: number; readonly requestMs: number }
-  | { readonly _tag: 'ExpectationFailed' }
-  | { readonly _tag: 'HeadersTooLarge'; readonly limit: number }
-  | { readonly _tag: 'MethodNotImplemented'; readonly method: string }
-  | { readonly _tag: 'VersionNotSupported' };
+  | { readonly _tag: 'NotReady'; readonly down: readonly string[] };
 
-/** Everything a request can fail with, from any layer. */
+/**
+ * Everything a routed request can fail with, from any layer. What the server refuses before any route (the parser's
+ * errors, Host, the HTTP version) it answers itself: server/refusals.ts.
+ */
 export type Failure =
   | HttpFailure
   | FieldRuleBroken
@@ -40,23 +38,24 @@ export type Failure =
   | StorageUnavailable
   | AuthUnavailable;
 
-export interface FailureResponse {
-  readonly status: number;
-  readonly message: string;
-  readonly headers?: Readonly<Record<string, string>>;
-}
+export type { FailureResponse };
 
 export const REALM = 'Bearer realm="plants"';
 /** Seconds a client should wait before retrying when a backend is unavailable. */
 export const RETRY_AFTER_SECONDS = 1;
-
-const CLOSE = { Connection: 'close' } as const;
 
 const unavailable = (what: string): FailureResponse => ({
   status: 503,
   message: `${what} is unavailable, retry later`,
   headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
 });
+
+/** The plant's fields in words (PLANT_FIELDS), joined by "and" or "or". */
+export const plantFieldsJoined = (conjunction: 'and' | 'or'): string =>
+  PLANT_FIELD_NAMES.length === 1
+    ? (PLANT_FIELD_NAMES[0] as string)
+    : `${PLANT_FIELD_NAMES.slice(0, -1).join(', ')} ${conjunction} ${PLANT_FIELD_NAMES[PLANT_FIELD_NAMES.length - 1] as string}`;
+const CONFLICT = `id: a plant with this id and a different ${plantFieldsJoined('or')} already exists`;
 
 /** IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, three-field form). */
 export const rateLimitHeaders = (d: RateDecision): Record<string, string> => ({
@@ -119,7 +118,7 @@ export const toResponse = (failure: Failure): FailureResponse => {
         headers: { Allow: failure.allow },
       };
     case 'PlantConflict':
-      return { status: 409, message: 'id: a plant with this id and a different name or tag already exists' };
+      return { status: 409, message: CONFLICT };
     case 'PayloadTooLarge':
       return { status: 413, message: `body: must be at most ${failure.limit} bytes`, headers: CLOSE };
     case 'RateLimited':
@@ -153,26 +152,6 @@ export const toResponse = (failure: Failure): FailureResponse => {
         message: `not ready: ${failure.down.join(' and ')} ${failure.down.length > 1 ? 'do' : 'does'} not answer`,
         headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
       };
-    case 'MalformedRequest':
-      return { status: 400, message: `request: ${failure.reason}`, headers: CLOSE };
-    case 'RequestTimeout':
-      return {
-        status: 408,
-        message: `request: the headers must arrive within ${failure.headersMs} ms and the whole request within ${failure.requestMs} ms`,
-        headers: CLOSE,
-      };
-    case 'ExpectationFailed':
-      return { status: 417, message: 'expect: only "100-continue" is supported', headers: CLOSE };
-    case 'HeadersTooLarge':
-      return {
-        status: 431,
-        message: `headers: the request line and headers must be at most ${failure.limit} bytes`,
-        headers: CLOSE,
-      };
-    case 'MethodNotImplemented':
-      return { status: 501, message: `method ${failure.method} is not supported by this server`, headers: CLOSE };
-    case 'VersionNotSupported':
-      return { status: 505, message: 'request: only HTTP/1.0 and HTTP/1.1 are served', headers: CLOSE };
     case 'StorageUnavailable':
       return unavailable('storage');
     case 'AuthUnavailable':

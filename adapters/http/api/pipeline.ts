@@ -1,9 +1,29 @@
 import type { ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
 import type { Application } from '../../../application/application.js';
-import { requireScope, type Scope } from '../../../domain/principal.js';
-import { bearerToken } from './auth.js';
+import { isBearerToken, requireScope, TOKEN_MAX, type Scope } from '../../../domain/principal.js';
 import type { Caller, Exchange, Responder } from './respond.js';
+
+const SCHEME = 'bearer';
+const SPACE = 0x20;
+
+/**
+ * The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, then 1*SP as RFC 6750 allows),
+ * or `undefined` when absent or malformed. Linear in the header's length, which Node's header size limit bounds;
+ * the token itself is checked only when it is at most TOKEN_MAX characters, however many spaces precede it.
+ */
+export const bearerToken = (header: string | undefined): string | undefined => {
+  if (header === undefined || header.length <= SCHEME.length + 1) return undefined;
+  if (header.slice(0, SCHEME.length).toLowerCase() !== SCHEME || header.charCodeAt(SCHEME.length) !== SPACE) {
+    return undefined;
+  }
+  let start = SCHEME.length + 1;
+  while (header.charCodeAt(start) === SPACE) start++;
+  const length = header.length - start;
+  if (length < 1 || length > TOKEN_MAX) return undefined;
+  const token = header.slice(start);
+  return isBearerToken(token) ? token : undefined;
+};
 
 /**
  * The request pipeline every plants route runs first, in one order: the bearer token (401), the principal's rate

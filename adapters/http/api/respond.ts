@@ -4,10 +4,10 @@ import type { RateDecision } from '../../../application/application.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { Principal } from '../../../domain/principal.js';
 import { rejectionReason } from './auth-log.js';
-import type { CorsPolicy } from './cors.js';
+import type { CorsPolicy } from '../server/cors.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
-import type { HttpMetrics } from './metrics.js';
-import { requestIdFrom } from '../transport/request-id.js';
+import type { HttpMetrics } from '../server/metrics.js';
+import { requestIdFrom } from '../server/request-id.js';
 
 /** What the edge stamps on a request when a route takes it: for its headers and its log line. */
 export interface Exchange extends Request {

@@ -1,15 +1,25 @@
+import { PLANT_FIELDS, PLANT_FIELD_NAMES } from '../../../domain/plant.js';
+
 /**
  * How many plants the in-memory store may keep in all, so that it refuses creates (507) before the process runs
  * out of heap, rather than crash with every tenant's plants.
  */
 
 /**
- * Heap bytes one stored plant may cost at worst: a name of 200 and a tag of 100 astral code points (two UTF-16 code
- * units each, so two-byte strings), distinct per plant, decoded by the HTTP edge's own parser and kept in the B+
- * tree. Measured by `node --expose-gc dist/bench/memory-bound.js` (1,340 bytes on Node 20, x64), rounded up with
- * room for other Node versions; test/bench/memory-bound.test.ts fails if a measurement ever exceeds it.
+ * Heap bytes one stored plant may cost at worst: every field of PLANT_FIELDS at its longest in astral code points (two
+ * UTF-16 code units each, so two-byte strings: 4 bytes a code point), distinct per plant, decoded by the HTTP edge's
+ * own parser and kept in the B+ tree; plus the plant object, its id and its share of the tree, and each field's string
+ * header and slot. Measured by `node --expose-gc dist/bench/memory-bound.js` (1,340 bytes on Node 20, x64, for the
+ * two fields of 2026-11-24, 200 and 100 code points long, against 1,600 estimated here), with room for other Node
+ * versions; test/bench/memory-bound.test.ts fails if a measurement ever exceeds it.
  */
-export const WORST_CASE_BYTES_PER_PLANT = 1600;
+const PLANT_BYTES = 300;
+const FIELD_BYTES = 50;
+const BYTES_PER_CODE_POINT = 4;
+export const WORST_CASE_BYTES_PER_PLANT = PLANT_FIELD_NAMES.reduce(
+  (bytes, k) => bytes + FIELD_BYTES + BYTES_PER_CODE_POINT * PLANT_FIELDS[k].max,
+  PLANT_BYTES,
+);
 
 /**
  * The share of the heap limit that stored plants may fill. The rest is for everything else the process holds at

@@ -2,13 +2,13 @@ import { randomInt } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
-import * as t from 'io-ts';
 import { MongoClient, MongoServerError, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
 import { storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
 import { NO_PLANT_LIMIT, type PlantPage, type PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
-import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
+import type { Plant, PlantId } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
+import { decodeStored } from './plant-document.js';
 import { attemptOfKeyPattern, ownerSlots, type SlotStore } from './owner-slots.js';
 import { outsidePlants, type OutsideStore } from './outside-plants.js';
 import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, uniqueIndexes, type IndexNeed } from './indexes.js';
@@ -90,24 +90,6 @@ const retryConflicts = async <A>(send: () => Promise<A>): Promise<A> => {
       await new Promise((resolve) => setTimeout(resolve, randomInt(5, 30)));
     }
   }
-};
-
-/** Anything read back is decoded again: a document that breaks a domain rule is a fault, not a plant. */
-const StoredPlant = t.intersection([
-  t.type({ id: t.union([t.bigint, t.number]), name: t.string }),
-  t.partial({ tag: t.union([t.string, t.undefined]) }),
-]);
-
-const decodeStored = (doc: unknown): Plant => {
-  const raw = StoredPlant.decode(doc);
-  if (E.isLeft(raw)) throw new Error('a stored plant document has an unexpected shape');
-  const { id, name, tag } = raw.right;
-  const plantId = PlantId.fromBigInt('id', typeof id === 'bigint' ? id : BigInt(id));
-  const plantName = PlantName.from('name', name);
-  const plantTag = tag === undefined ? E.right(undefined) : PlantTag.from('tag', tag);
-  if (E.isLeft(plantId) || E.isLeft(plantName) || E.isLeft(plantTag))
-    throw new Error('a stored plant breaks a domain rule');
-  return plant({ id: plantId.right, name: plantName.right, tag: plantTag.right });
 };
 
 /** The adapter's own bound on a call, for a driver that does not give up in time. */

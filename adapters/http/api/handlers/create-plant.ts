@@ -1,12 +1,11 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { Application } from '../../../../application/application.js';
 import { createPlantScope } from '../../../../application/use-cases/create-plant.js';
-import { isIdentityEncoding, isJsonContentType, readBody } from '../../formats/body.js';
-import { decodeNewPlant } from '../../formats/codecs.js';
+import { isIdentityEncoding, isJsonContentType, readBody } from '../../server/body.js';
+import { decodeNewPlant, plantJson } from '../codecs.js';
 import { quotaHeaders } from '../failures.js';
-import { parseJson } from '../../formats/json.js';
+import { parseJson } from '../../server/json.js';
 import type { Authorize } from '../pipeline.js';
-import { plantJson } from '../../formats/plant-json.js';
 import type { Handler, Responder } from '../respond.js';
 
 /**
@@ -14,7 +13,7 @@ import type { Handler, Responder } from '../respond.js';
  * quota, 507). With a quota, a 200 carries the owner's Quota-Limit and Quota-Used.
  */
 export const createPlantHandler =
-  (app: Application, { ok, fail, closed }: Responder, authorize: Authorize, bodyLimit: number): Handler =>
+  (app: Application, { send, fail, closed }: Responder, authorize: Authorize, bodyLimit: number): Handler =>
   async (req, res) => {
     const caller = await authorize(req, res, createPlantScope);
     if (caller === undefined) return;
@@ -34,5 +33,5 @@ export const createPlantHandler =
     const created = await app.createPlant(caller.principal, candidate.right)();
     if (E.isLeft(created)) return fail(req, res, caller, created.left);
     const { plant, quota } = created.right;
-    ok(req, res, caller, plantJson(plant), quota === undefined ? undefined : quotaHeaders(quota));
+    send(req, res, caller, 200, plantJson(plant), quota === undefined ? undefined : quotaHeaders(quota));
   };

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { Application } from '../../../../application/application.js';
 import { deletePlantScope } from '../../../../application/use-cases/delete-plant.js';
-import { decodePathId } from '../../formats/codecs.js';
+import { decodePathId } from '../codecs.js';
 import type { Authorize } from '../pipeline.js';
 import type { Handler, Responder } from '../respond.js';
 

@@ -1,6 +1,6 @@
 import type { Application } from '../../../../application/application.js';
-import type { docsSite } from '../../openapi/docs.js';
-import type { MetricsExposition } from '../metrics.js';
+import type { docsSite } from '../../server/docs.js';
+import type { MetricsExposition } from '../../server/metrics.js';
 import type { Handler, Responder } from '../respond.js';
 
 /** GET /healthz: the process serves requests. */

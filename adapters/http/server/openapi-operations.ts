@@ -1,4 +1,4 @@
-import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from '../api/cors.js';
+import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from './cors.js';
 
 /**
  * The operator-facing part of the OpenAPI document: /metrics and /docs, what browsers need to know about CORS (in
@@ -76,9 +76,9 @@ const operationalPaths: Record<string, PathItem> = {
 export const withOperationalPaths = <D extends { readonly paths: Record<string, PathItem> }>(doc: D): D => {
   const paths: Record<string, PathItem> = { ...doc.paths, ...operationalPaths };
   for (const [path, item] of Object.entries(paths)) {
-    const tag = path.startsWith('/plants') ? 'plants' : 'operations';
+    const group = path.startsWith('/plants') ? 'plants' : 'operations';
     const tagged: PathItem = {};
-    for (const [method, operation] of Object.entries(item)) tagged[method] = { tags: [tag], ...operation };
+    for (const [method, operation] of Object.entries(item)) tagged[method] = { tags: [group], ...operation };
     paths[path] = tagged;
   }
   return {

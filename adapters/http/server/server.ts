@@ -10,7 +10,7 @@ import {
   type ParserError,
 } from './before-routing.js';
 import { connectionStates, lingering, type Connection } from './connections.js';
-import { toResponse, type HttpFailure } from '../api/failures.js';
+import { refusalResponse, type ServerRefusal } from './refusals.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
 import {
@@ -81,7 +81,7 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * would not bound it. The number of connections is bounded by `maxConnections`. The bytes held for clients that do not
  * read are bounded per connection (one response at a time, see `serve`) and in total (`maxUnsentBytes`, unsent.ts),
  * and the request-body bytes held while bodies are read in total (`maxBodyBytes`: each connection's body budget,
- * exchange.ts, which formats/body.ts takes from).
+ * exchange.ts, which body.ts takes from).
  */
 export const createHttpServer = (handler: Handler, { logger, limits, refused }: HttpServerDeps): Server => {
   const server = createServer({
@@ -121,10 +121,10 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
   };
 
   /** Answers a request that reached the server with a failure, through its own response, and closes. */
-  const answer = (req: IncomingMessage, res: ServerResponse, failure: HttpFailure, code: string): void => {
+  const answer = (req: IncomingMessage, res: ServerResponse, failure: ServerRefusal, code: string): void => {
     connectionOf(req.socket).closing = true;
     const reqId = requestIdFrom(req.headers['x-request-id']);
-    const { status, message, headers } = toResponse(failure);
+    const { status, message, headers } = refusalResponse(failure);
     const body = JSON.stringify({ error: status, message });
     res.writeHead(status, failureFields(reqId, headers, body)).end(body);
     logAnswered(reqId, req.method, status, code);

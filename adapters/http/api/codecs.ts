@@ -2,13 +2,21 @@ import * as E from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { isLosslessNumber } from 'lossless-json';
 import type { FieldRuleBroken } from '../../../domain/errors.js';
-import { PlantId, PlantName, PlantTag, plant, type Plant } from '../../../domain/plant.js';
+import {
+  PLANT_FIELDS,
+  PLANT_FIELD_NAMES,
+  PlantId,
+  PlantText,
+  plant,
+  type Plant,
+  type PlantField,
+} from '../../../domain/plant.js';
 import type { ListPlantsQuery } from '../../../application/use-cases/list-plants.js';
-import { decodeCursor } from './cursor.js';
 
 /**
- * io-ts codecs for every input of the HTTP edge. Each field codec delegates its rule to the domain's smart
- * constructor, so the rule is written once; the codec only adds the JSON shape and names the field.
+ * The JSON the API reads and writes: io-ts codecs for every input of the HTTP edge (the body of a create, the query of
+ * a list with its cursor, the id of a path), and plants as JSON. Each field codec delegates its rule to the domain's
+ * smart constructor, so the rule is written once; the codec only adds the JSON shape and names the field.
  */
 
 const fieldOf = (c: t.Context): string => c[c.length - 1]?.key || 'body';
@@ -35,35 +43,41 @@ const IdFromJsonNumber = field('PlantId', (key, u) => {
   return isLosslessNumber(u) ? PlantId.fromJsonNumber(key, u.value) : E.left(PlantId.rule);
 });
 
-const text = <A extends string>(
-  name: string,
-  from: (key: string, s: string) => E.Either<FieldRuleBroken, A>,
-  max: number,
-) =>
-  field<A>(name, (key, u) => {
-    const missing = required(u);
-    if (missing !== undefined) return E.left(missing);
-    if (u === null) return E.left(`must be a string of 1 to ${max} characters, not null`);
-    return typeof u === 'string' ? from(key, u) : E.left(`must be a string of 1 to ${max} characters`);
-  });
-
-const NameC = text<PlantName>('PlantName', PlantName.from, PlantName.max);
 /**
- * `tag` may be absent (undefined) but not null (the contract). Many serializers write null for an unset optional
- * field (pydantic's model_dump_json, Jackson, System.Text.Json): the message says what to send instead.
+ * The codec of a plant field (PLANT_FIELDS): a string under the field's rule. An optional field may be absent
+ * (undefined) but not null (the contract): many serializers write null for an unset optional field (pydantic's
+ * model_dump_json, Jackson, System.Text.Json), and the message says what to send instead.
  */
-const OptionalTagC = field<PlantTag | undefined>('PlantTag', (key, u) =>
-  u === undefined
-    ? E.right(undefined)
-    : u === null
-      ? E.left(`must be left out when there is none, not null (or be a string of 1 to ${PlantTag.max} characters)`)
-      : typeof u === 'string'
-        ? PlantTag.from(key, u)
-        : E.left(`must be a string of 1 to ${PlantTag.max} characters`),
-);
+const textField = <K extends PlantField>(k: K) => {
+  const { required, max } = PLANT_FIELDS[k];
+  const rule = PlantText[k];
+  const notString = `must be a string of 1 to ${max} characters`;
+  const nullRule = required
+    ? `${notString}, not null`
+    : `must be left out when there is none, not null (or be a string of 1 to ${max} characters)`;
+  return field<PlantText<K> | undefined>(k, (key, u) =>
+    u === undefined
+      ? required
+        ? E.left('is required')
+        : E.right(undefined)
+      : u === null
+        ? E.left(nullRule)
+        : typeof u === 'string'
+          ? rule(key, u)
+          : E.left(notString),
+  );
+};
 
-/** A JSON object with `id`, `name` and optional `tag`, checked in that order; other members are ignored and not kept. */
-const NewPlantMembers = t.type({ id: IdFromJsonNumber, name: NameC, tag: OptionalTagC });
+/**
+ * A JSON object with `id` and the plant's fields, checked in that order; other members are ignored and not kept. A
+ * required field's codec refuses undefined, so what decodes has every required field.
+ */
+const NewPlantMembers = t.type({
+  id: IdFromJsonNumber,
+  ...(Object.fromEntries(PLANT_FIELD_NAMES.map((k) => [k, textField(k)])) as {
+    readonly [K in PlantField]: ReturnType<typeof textField<K>>;
+  }),
+});
 
 /** The first problem, as "field: rule". */
 const describe = (errors: t.Errors): FieldRuleBroken => {
@@ -82,7 +96,7 @@ const isJsonObject = (u: unknown): u is Record<string, unknown> =>
   typeof u === 'object' && u !== null && Object.getPrototypeOf(u) === Object.prototype;
 
 /**
- * Only the codec's own members (`id`, `name`, `tag`) go on to the codec, in a fresh object: every other member is dropped
+ * Only the codec's own members (`id` and the plant's fields) go on to the codec, in a fresh object: every other member is dropped
  * here, so a `__proto__` or `constructor` member can reach nothing (io-ts copies objects by assignment, which
  * would turn an own `__proto__` member into a prototype).
  */
@@ -99,6 +113,28 @@ export const decodeNewPlant = (body: unknown): E.Either<FieldRuleBroken, Plant> 
     return E.left({ _tag: 'FieldRuleBroken', field: 'body', rule: 'must be a JSON object' });
   }
   return E.bimap(describe, plant)(NewPlantMembers.decode(pickMembers(body)));
+};
+
+/**
+ * The opaque `cursor` of a next link: base64url (no padding) of "1:" and the last id served. Only the canonical
+ * encoding of a canonical int64 is accepted, so any other string (malformed, tampered, re-encoded) is refused.
+ * It carries no owner: every page is read inside the caller's own owner, so a cursor can only move within it.
+ */
+const VERSION = '1:';
+const CANONICAL_ID = /^(0|-?[1-9][0-9]{0,18})$/;
+const RULE = 'must be a cursor taken from a next link';
+
+export const encodeCursor = (after: PlantId): string => Buffer.from(VERSION + after.toString()).toString('base64url');
+
+export const decodeCursor = (cursor: string): E.Either<string, PlantId> => {
+  if (cursor.length === 0 || cursor.length > 40 || !/^[A-Za-z0-9_-]+$/.test(cursor)) return E.left(RULE);
+  const bytes = Buffer.from(cursor, 'base64url');
+  if (bytes.toString('base64url') !== cursor) return E.left(RULE);
+  const text = bytes.toString('latin1');
+  if (!text.startsWith(VERSION)) return E.left(RULE);
+  const digits = text.slice(VERSION.length);
+  if (!CANONICAL_ID.test(digits)) return E.left(RULE);
+  return E.mapLeft(() => RULE)(PlantId.fromDecimal('cursor', digits));
 };
 
 /** A query parameter: absent, or given exactly once. */
@@ -168,3 +204,17 @@ const PathId = field('id', (key, u) => (typeof u === 'string' ? PlantId.fromDeci
 /** `{id}` of /plants/{id}: a decimal int64. */
 export const decodePathId = (raw: string | undefined): E.Either<FieldRuleBroken, PlantId> =>
   decodeNamed(PathId, 'id', raw);
+
+/**
+ * The Plant shape of the contract: every field of PLANT_FIELDS, never the id (an optional field only when present:
+ * JSON.stringify leaves out a member whose value is undefined). A literal of one shape rather than
+ * `({ id, ...shape }) => shape`: V8 builds an object rest through a generic builtin, a property at a time, which cost
+ * about a twelfth of the instructions of a 20-plant page (h30b's callgrind, 2026-11-25); in a loop over the field
+ * names it is no faster. Its type lists every field of PLANT_FIELDS, so a field added there and not here is a type
+ * error (docs/architecture.md counts this place).
+ */
+const contractShape = (p: Plant): { readonly [K in PlantField]: Plant[K] } => ({ name: p.name, tag: p.tag });
+
+export const plantJson = (p: Plant): string => JSON.stringify(contractShape(p));
+
+export const plantsJson = (plants: readonly Plant[]): string => JSON.stringify(plants.map(contractShape));

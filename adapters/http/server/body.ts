@@ -1,9 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
-import type { HttpFailure } from '../api/failures.js';
-import { bodyBudgetOf, expectsContinueOnly } from '../transport/exchange.js';
+import { bodyBudgetOf, expectsContinueOnly } from './exchange.js';
 
-type BodyFailure = Extract<HttpFailure, { _tag: 'PayloadTooLarge' | 'MalformedBody' | 'BodiesBusy' }>;
+/** What reading a body refuses; the API's failure map (api/failures.ts) answers them. */
+export type BodyRefusal =
+  | { readonly _tag: 'PayloadTooLarge'; readonly limit: number }
+  /** The server holds as many request-body bytes as it may (MAX_BODY_BYTES): this body is not read. */
+  | { readonly _tag: 'BodiesBusy' };
 
 /** `application/json`, optionally with parameters; a charset other than UTF-8 (`utf-8`, or its alias `utf8`) is refused rather than misread. */
 export const isJsonContentType = (header: string | undefined): boolean => {
@@ -39,7 +42,7 @@ export const readBody = (
   req: IncomingMessage,
   res: ServerResponse,
   limit: number,
-): Promise<E.Either<BodyFailure, Buffer> | undefined> => {
+): Promise<E.Either<BodyRefusal, Buffer> | undefined> => {
   // Gone before we asked (the client left, or the server answered and closed): no event would ever come.
   if (req.destroyed) return Promise.resolve(undefined);
   const declared = req.headers['content-length'];
@@ -59,7 +62,7 @@ export const readBody = (
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const finish = (result: E.Either<BodyFailure, Buffer> | undefined): void => {
+    const finish = (result: E.Either<BodyRefusal, Buffer> | undefined): void => {
       req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
       if (budget !== undefined) budget.give(held);
       resolve(result);

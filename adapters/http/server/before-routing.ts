@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { toResponse, type HttpFailure } from '../api/failures.js';
+import { refusalResponse, type ServerRefusal } from './refusals.js';
 import type { ServerLimits } from './server-limits.js';
 
 /** What is checked and answered before a request reaches the routes: its target, its Host, the parser's errors. */
@@ -88,7 +88,7 @@ export const isHost = (value: string): boolean => {
 };
 
 /** The failure a parser error answers with; undefined for socket errors, which cannot be answered. */
-export const parserFailure = (err: ParserError, limits: ServerLimits): HttpFailure | undefined => {
+export const parserFailure = (err: ParserError, limits: ServerLimits): ServerRefusal | undefined => {
   switch (err.code) {
     case 'HPE_HEADER_OVERFLOW':
       return { _tag: 'HeadersTooLarge', limit: limits.maxHeaderSize };
@@ -123,8 +123,8 @@ export const failureFields = (
 };
 
 /** Writes a failure as a whole response on the bare socket (where Node has no response object); its status. */
-export const writeFailure = (socket: Socket, reqId: string, failure: HttpFailure): number => {
-  const { status, message, headers } = toResponse(failure);
+export const writeFailure = (socket: Socket, reqId: string, failure: ServerRefusal): number => {
+  const { status, message, headers } = refusalResponse(failure);
   const body = JSON.stringify({ error: status, message });
   const fields = failureFields(reqId, headers, body);
   let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nDate: ${new Date().toUTCString()}\r\n`;

@@ -1,10 +1,10 @@
 import { INT64_MAX, INT64_MIN } from '../../../domain/int64.js';
-import { NAME_MAX, PlantId, TAG_MAX } from '../../../domain/plant.js';
+import { PLANT_FIELDS, PLANT_FIELD_NAMES, PlantId, type PlantField } from '../../../domain/plant.js';
+import { TOKEN_MAX } from '../../../domain/principal.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plants.js';
-import { TOKEN_MAX } from '../api/auth.js';
-import { RETRY_AFTER_SECONDS } from '../api/failures.js';
-import { JSON_LIMITS } from '../formats/json.js';
-import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
+import { plantFieldsJoined, RETRY_AFTER_SECONDS } from './failures.js';
+import { JSON_LIMITS } from '../server/json.js';
+import { CORS_IN_WORDS, withOperationalPaths } from '../server/openapi-operations.js';
 
 /**
  * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:
@@ -78,8 +78,33 @@ const TOKENS_IN_WORDS = [
   "A token the service does not know answers 401 `invalid_token`; the server's log line for that request says why.",
 ].join(' ');
 
-/** An id, a name and a tag that every example uses, so that Try it out creates, lists and deletes one plant. */
-const EXAMPLE_PLANT = { id: 1, name: 'Monstera', tag: 'indoor' } as const;
+/** The plant every example uses (each field's example), so that Try it out creates, lists and deletes one plant. */
+const EXAMPLE_FIELDS = Object.fromEntries(PLANT_FIELD_NAMES.map((k) => [k, PLANT_FIELDS[k].example]));
+const EXAMPLE_PLANT = { id: 1, ...EXAMPLE_FIELDS };
+const NAME = PLANT_FIELDS.name;
+/** Each field's schema, named `Plant` and the field's name (PlantName, ...). */
+const schemaName = (k: PlantField): string => `Plant${k[0]?.toUpperCase() ?? ''}${k.slice(1)}`;
+const fieldRefs = Object.fromEntries(
+  PLANT_FIELD_NAMES.map((k) => [k, { $ref: `#/components/schemas/${schemaName(k)}` }]),
+);
+const requiredFields = PLANT_FIELD_NAMES.filter((k) => PLANT_FIELDS[k].required);
+const fieldSchemas = Object.fromEntries(
+  PLANT_FIELD_NAMES.map((k) => {
+    const { max, required, example } = PLANT_FIELDS[k];
+    const absent = required ? '' : ' Omitted when absent (null is refused).';
+    return [
+      schemaName(k),
+      {
+        type: 'string',
+        minLength: 1,
+        maxLength: max,
+        pattern: TEXT_PATTERN,
+        examples: [example],
+        description: `1 to ${max} Unicode code points, at least one not whitespace, no control characters (U+0000-U+001F, U+007F), no lone surrogates.${absent}`,
+      },
+    ];
+  }),
+);
 
 const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
   openapi: '3.1.0',
@@ -147,7 +172,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             content: {
               'application/json': {
                 schema: { type: 'array', maxItems: PAGE_MAX, items: { $ref: '#/components/schemas/Plant' } },
-                example: [{ name: EXAMPLE_PLANT.name, tag: EXAMPLE_PLANT.tag }, { name: 'Fern' }],
+                example: [EXAMPLE_FIELDS, { name: 'Fern' }],
               },
             },
           },
@@ -165,12 +190,11 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       post: {
         operationId: 'createPlant',
         summary: "Create a plant for the caller's owner",
-        description:
-          'Ids are unique per owner. Creating a plant whose id the owner already has answers 200 with the stored plant when name and tag are the same (a retried create is safe), and 409 when they differ (the stored plant is unchanged). A 200 is sent only after the plant is durably stored.',
+        description: `Ids are unique per owner. Creating a plant whose id the owner already has answers 200 with the stored plant when ${plantFieldsJoined('and')} are the same (a retried create is safe), and 409 when they differ (the stored plant is unchanged). A 200 is sent only after the plant is durably stored.`,
         security: [{ bearer: ['plants:write'] }],
         requestBody: {
           required: true,
-          description: `At most ${bodyLimit} bytes of UTF-8 JSON, objects and arrays nested at most ${JSON_LIMITS.maxDepth} deep, at most ${JSON_LIMITS.maxValues} object members and array elements in all, no member name repeated. Members other than id, name and tag are ignored: not stored, not echoed.`,
+          description: `At most ${bodyLimit} bytes of UTF-8 JSON, objects and arrays nested at most ${JSON_LIMITS.maxDepth} deep, at most ${JSON_LIMITS.maxValues} object members and array elements in all, no member name repeated. Members other than id, ${plantFieldsJoined('and')} are ignored: not stored, not echoed.`,
           content: {
             'application/json': { schema: { $ref: '#/components/schemas/NewPlant' }, example: EXAMPLE_PLANT },
           },
@@ -184,16 +208,16 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           },
           '400': error(
             400,
-            `The body is not UTF-8 JSON, repeats a member name, nests deeper than ${JSON_LIMITS.maxDepth}, holds more than ${JSON_LIMITS.maxValues} members and elements, is not an object, or breaks a field rule; \`message\` names the field and the rule, e.g. "name: must be 1 to ${NAME_MAX} characters". A member sent as null (what many serializers write for an unset optional field) is refused: leave \`tag\` out instead. (Malformed HTTP is a 400 too, described under \`default\`.)`,
-            `name: must be 1 to ${NAME_MAX} characters`,
+            `The body is not UTF-8 JSON, repeats a member name, nests deeper than ${JSON_LIMITS.maxDepth}, holds more than ${JSON_LIMITS.maxValues} members and elements, is not an object, or breaks a field rule; \`message\` names the field and the rule, e.g. "name: must be 1 to ${NAME.max} characters". A member sent as null (what many serializers write for an unset optional field) is refused: leave an optional field (${PLANT_FIELD_NAMES.filter((k) => !PLANT_FIELDS[k].required).join(', ')}) out instead. (Malformed HTTP is a 400 too, described under \`default\`.)`,
+            `name: must be 1 to ${NAME.max} characters`,
           ),
           '401': { $ref: '#/components/responses/Unauthorized' },
           '403': { $ref: '#/components/responses/ForbiddenOrQuotaExceeded' },
           ...rateLimited,
           '409': error(
             409,
-            'The owner already has a plant with this id and a different name or tag; nothing was changed.',
-            'id: a plant with this id and a different name or tag already exists',
+            `The owner already has a plant with this id and a different ${plantFieldsJoined('or')}; nothing was changed.`,
+            `id: a plant with this id and a different ${plantFieldsJoined('or')} already exists`,
           ),
           '413': error(
             413,
@@ -321,7 +345,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
     schemas: {
       NewPlant: {
         type: 'object',
-        required: ['id', 'name'],
+        required: ['id', ...requiredFields],
         examples: [EXAMPLE_PLANT],
         properties: {
           id: {
@@ -333,35 +357,16 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
               'Unique per owner. Kept exact over the whole int64 range (also beyond 2^53): send it as exact JSON digits. A number with a zero fraction (7.0, 7e0) is the integer 7; strings, fractions, booleans and null are refused.',
             examples: [EXAMPLE_PLANT.id],
           },
-          name: { $ref: '#/components/schemas/PlantName' },
-          tag: { $ref: '#/components/schemas/PlantTag' },
+          ...fieldRefs,
         },
       },
       Plant: {
         type: 'object',
-        required: ['name'],
+        required: requiredFields,
         additionalProperties: false,
-        properties: {
-          name: { $ref: '#/components/schemas/PlantName' },
-          tag: { $ref: '#/components/schemas/PlantTag' },
-        },
+        properties: fieldRefs,
       },
-      PlantName: {
-        type: 'string',
-        minLength: 1,
-        maxLength: NAME_MAX,
-        pattern: TEXT_PATTERN,
-        examples: [EXAMPLE_PLANT.name],
-        description: `1 to ${NAME_MAX} Unicode code points, at least one not whitespace, no control characters (U+0000-U+001F, U+007F), no lone surrogates.`,
-      },
-      PlantTag: {
-        type: 'string',
-        minLength: 1,
-        maxLength: TAG_MAX,
-        pattern: TEXT_PATTERN,
-        examples: [EXAMPLE_PLANT.tag],
-        description: `1 to ${TAG_MAX} Unicode code points, same character rule as name; omitted when absent (null is refused).`,
-      },
+      ...fieldSchemas,
       Error: {
         type: 'object',
         required: ['error', 'message'],

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from '../../../application/ports/logger.js';
-import { requestIdFrom } from '../transport/request-id.js';
-import { createHttpServer, type ServerLimits } from '../transport/server.js';
+import { requestIdFrom } from './request-id.js';
+import { createHttpServer, type ServerLimits } from './server.js';
 
 /** What the HTTP edge reports about every response it sends. */
 export interface HttpMetrics {
@@ -54,15 +54,15 @@ export const metricsServer = (
   deps: { readonly logger: Logger; readonly limits: ServerLimits; readonly metrics?: HttpMetrics | undefined },
 ): Server => {
   // Every line of this listener says so, also those its parser's refusals write (server.ts).
-  const tag =
+  const labelled =
     (write: Logger['info']): Logger['info'] =>
     (fields, message) =>
       write({ ...fields, listener: 'metrics' }, message);
   const logger: Logger = {
-    debug: tag(deps.logger.debug.bind(deps.logger)),
-    info: tag(deps.logger.info.bind(deps.logger)),
-    warn: tag(deps.logger.warn.bind(deps.logger)),
-    error: tag(deps.logger.error.bind(deps.logger)),
+    debug: labelled(deps.logger.debug.bind(deps.logger)),
+    info: labelled(deps.logger.info.bind(deps.logger)),
+    warn: labelled(deps.logger.warn.bind(deps.logger)),
+    error: labelled(deps.logger.error.bind(deps.logger)),
   };
   const metrics = deps.metrics === undefined ? undefined : boundedMethods(deps.metrics);
   return createHttpServer(

@@ -1,13 +1,13 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { isLosslessNumber, LosslessNumber } from 'lossless-json';
-import type { HttpFailure } from '../api/failures.js';
 
 /**
  * The linear walks over a JSON body's text that JSON.parse does not do (see json.ts): the pre-scan that bounds it
  * before anything is built, the count of members built, and the walk that puts each number's exact source back.
  */
 
-export type MalformedBody = Extract<HttpFailure, { _tag: 'MalformedBody' }>;
+/** A body that is not the bounded, exact JSON read here; the API's failure map (api/failures.ts) answers it. */
+export type MalformedBody = { readonly _tag: 'MalformedBody'; readonly reason: string };
 
 export interface JsonLimits {
   /** Deepest nesting of objects and arrays; the body's own object is depth 1. */

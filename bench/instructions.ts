@@ -14,7 +14,7 @@
  * costs paid per turn rather than per request come out smaller than they are at a lower load.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -123,6 +123,8 @@ for (let i = 0; dump === undefined; i++) {
   await new Promise((r) => setTimeout(r, 200));
 }
 const text = readFileSync(join(workDir, dump), 'utf8');
+// KEEP_DUMP=<file>: the dump is kept there, for callgrind_annotate (functions by instructions).
+if (process.env['KEEP_DUMP'] !== undefined) copyFileSync(join(workDir, dump), process.env['KEEP_DUMP']);
 const totals = /^(?:summary|totals): (\d+)/m.exec(text);
 if (totals === null) throw new Error('no totals in the dump');
 const ir = Number(totals[1]);

@@ -180,7 +180,7 @@ const report = (samples: readonly Sample[], cpuUs: number) => {
     console.log(`  ${stage.padEnd(46)} ${pct(w)} %  ${us(w)} µs`);
   }
   console.log('\nheaviest functions by self time:');
-  for (const [name, w] of [...leaves].sort((a, b) => b[1] - a[1]).slice(0, 30)) {
+  for (const [name, w] of [...leaves].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env['TOP'] ?? 30))) {
     console.log(`  ${pct(w)} %  ${us(w)} µs  ${name.slice(0, 110)}`);
   }
 };

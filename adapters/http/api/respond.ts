@@ -145,7 +145,7 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
         status,
         ms: Math.round(ms * 100) / 100,
         owner: caller?.principal.owner,
-        ...(rejected === undefined ? {} : { rejected }),
+        rejected, // pino leaves out a member whose value is undefined, as `owner` above
       },
       'request',
     );

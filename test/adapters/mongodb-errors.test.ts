@@ -173,6 +173,8 @@ test("FerretDB's InternalError for its PostgreSQL gone (cannot connect, connecti
     'FATAL: terminating connection due to administrator command (SQLSTATE 57P01)',
     'FATAL: the database system is starting up (SQLSTATE 57P03)',
     'conn closed',
+    'read tcp 127.0.0.1:51234->127.0.0.1:5432: read: connection reset by peer',
+    'write tcp 127.0.0.1:51234->127.0.0.1:5432: write: broken pipe',
   ]) {
     assert.ok(isUnavailable(server(1, text)), text);
   }

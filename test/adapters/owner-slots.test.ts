@@ -181,7 +181,8 @@ test('with more owners than the budget holds, the states stay within it and owne
   }
   assert.ok(most <= budget, `held ${most} of ${budget}`);
   assert.is(fake.sent['load'] ?? 0, 10, 'only the owners first seen while the budget had room are read');
-  assert.is(fake.sent['insert'], 400);
+  // A random slot may meet one its owner took before (a few in 10,000): then one insert more.
+  assert.ok((fake.sent['insert'] ?? 0) >= 400 && (fake.sent['insert'] ?? 0) <= 404, String(fake.sent['insert']));
 });
 
 test('an owner grown through one process keeps the weight it had when first seen', async () => {
@@ -261,6 +262,85 @@ test('outside plants are moved in before an inside create, and an owner over its
   const other = fake.slotsOf();
   fake.seed('dave', [0, 1, OUTSIDE_FROM + 1, OUTSIDE_FROM + 2]);
   assert.equal(await other.insert('dave', 3, plantOf(1), noDeadline, later()), { _tag: 'OwnerFull', count: 4 });
+});
+
+/** The knowledge of outside plants over a registry and a sweep kept in Maps; `expiryMs` short, so a bound can leave. */
+const knowledge = (outsideOf: () => ReadonlySet<string>, expiryMs = 60_000) => {
+  const registry = new Map<string, number>();
+  let sweeps = 0;
+  const outside = outsidePlants(
+    {
+      announce: async (bound) => {
+        registry.set(bound, Date.now());
+      },
+      announced: async () => [...registry].map(([bound, at]) => ({ bound, at })),
+      outsideOwners: async () => {
+        sweeps++;
+        return outsideOf();
+      },
+    },
+    { logger: quietLogger, viewMs: 0, heartbeatMs: 10_000, expiryMs, retryMs: 0, cap: 1000 },
+  );
+  return { outside, registry, sweeps: () => sweeps };
+};
+
+test('with one bound in force, the sweep names the owners that hold outside plants, and no other needs a look', async () => {
+  const k = knowledge(() => new Set(['carol']));
+  await k.outside.before(10, 0); // announces the bound, starts the sweep
+  await new Promise((resolve) => setImmediate(resolve));
+  const known = await k.outside.before(10, 0);
+  assert.equal(known.risky, new Set(['carol']));
+  assert.is(k.sweeps(), 1);
+});
+
+test('while another bound is in force no sweep is trusted, and a sweep answer given before is withdrawn', async () => {
+  const k = knowledge(() => new Set());
+  await k.outside.before(10, 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  const swept = await k.outside.before(10, 0);
+  assert.ok(swept.risky !== undefined);
+  k.registry.set('100', Date.now()); // another process creates under a bound of 100
+  const mixed = await k.outside.before(10, 0);
+  assert.is(mixed.risky, undefined);
+  assert.is(mixed.epoch, swept.epoch + 1, 'states admitted on the sweep alone are dropped');
+});
+
+test('once the other bound is gone (not announced for expiryMs), the sweep runs anew and is trusted again', async () => {
+  const k = knowledge(() => new Set(['dave']), 50);
+  k.registry.set('none', Date.now()); // a process without a bound
+  assert.is((await k.outside.before(10, 0)).risky, undefined);
+  assert.is(k.sweeps(), 0);
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  await k.outside.before(10, 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal((await k.outside.before(10, 0)).risky, new Set(['dave']));
+  assert.is(k.sweeps(), 1);
+});
+
+test('a rebuild or mend of the slot index (its generation moved) withdraws the sweep and runs it again', async () => {
+  const k = knowledge(() => new Set());
+  await k.outside.before(10, 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  const before = await k.outside.before(10, 0);
+  const after = await k.outside.before(10, 1);
+  assert.is(after.risky, undefined);
+  assert.is(after.epoch, before.epoch + 1);
+  assert.is(k.sweeps(), 2);
+});
+
+test('an owner the sweep named is loaded and its outside plants moved in before its first create; others are not read', async () => {
+  const fake = fakeStore();
+  fake.seed('erin', [OUTSIDE_FROM + 1]);
+  fake.seed('frank', [0, 1]);
+  const slots = fake.slotsOf(1); // a budget too small to load any owner for its count
+  await slots.insert('warm-up', 10, plantOf(0), noDeadline, later()); // its sweep is done by the time it is stored
+  for (const key of Object.keys(fake.sent)) delete fake.sent[key];
+  assert.is((await slots.insert('erin', 10, plantOf(1), noDeadline, later()))?._tag, 'Inserted');
+  assert.is(fake.sent['load'], 2, 'erin, named by the sweep: loaded, then again under its lock');
+  assert.is(fake.sent['move'], 1);
+  assert.is((await slots.insert('frank', 10, plantOf(2), noDeadline, later()))?._tag, 'Inserted');
+  assert.is(fake.sent['load'], 2, 'frank: nothing read');
+  assert.is(fake.sent['hasOutside'] ?? 0, 0);
 });
 
 test.run();

@@ -492,7 +492,8 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       check();
       // Not known free of outside plants, unless it is known full anyway (kept over a lowered bound).
       if (!state.clean && !(fresh(state) && state.full)) {
-        await admit(owner, state, room, check);
+        // An owner the sweep named is loaded at once: a look would only say what the sweep said.
+        await admit(owner, state, room || known.risky?.has(owner) === true, check);
         if (state.clean) known.risky?.delete(owner);
       }
       let slot = state.clean ? state.choose() : undefined;

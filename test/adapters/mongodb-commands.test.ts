@@ -130,7 +130,9 @@ for (const backend of backends) {
         if (n + 1 >= MAX) {
           // At the bound, the plant in the last slot moves into the one a delete frees (owner-slots.ts), and the next
           // create, through any process, finds the room there.
-          const compacting = await commandsOf(store, async () => assert.ok(await right(repo.remove(owner, 0n as PlantId))));
+          const compacting = await commandsOf(store, async () =>
+            assert.ok(await right(repo.remove(owner, 0n as PlantId))),
+          );
           assert.equal(compacting, ['find', 'delete', 'update'], 'delete at the bound');
           const refill = await commandsOf(store, async () =>
             assert.is((await right(repo.insert(owner, aPlant(0n, 'again'), MAX)))._tag, 'Inserted'),

@@ -14,9 +14,7 @@ const passThrough = (...names: string[]): Record<string, string> =>
   Object.fromEntries(names.flatMap((n) => (process.env[n] === undefined ? [] : [[n, process.env[n] as string]])));
 
 test('prints a line for each case: many owners, replacing at the quota, filling, a restart', async () => {
-  const bench = runNode('bench/scale.js', passThrough('HOME', 'FERRETDB_BIN', 'GOPATH', 'GOBIN', 'CI'), [
-    '--smoke',
-  ]);
+  const bench = runNode('bench/scale.js', passThrough('HOME', 'FERRETDB_BIN', 'GOPATH', 'GOBIN', 'CI'), ['--smoke']);
   const bound = setTimeout(() => bench.child.kill('SIGKILL'), 120_000);
   const code = await bench.exited;
   clearTimeout(bound);

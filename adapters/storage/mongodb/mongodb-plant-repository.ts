@@ -316,8 +316,9 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     outsideOwners: async (max, cap) => {
       await connectUpkeep();
       const owners = new Set<string>();
-      // On MongoDB the (owner, slot) index answers it without a document: its bounds on `slot` let the scan skip from
-      // owner to owner. FerretDB reads the collection.
+      // A scan of the collection on every server (no index starts with `slot`), once per process start and per change
+      // of the bounds in force, in the background. (On MongoDB a hint of the (owner, slot) index would let the scan seek
+      // from owner to owner; FerretDB's handling of hints is not tested here, so none is sent.)
       const cursor = upkeepCollection.find(
         { slot: { $gte: max } },
         { projection: { _id: 0, owner: 1 }, batchSize: 10_000, maxTimeMS: stepMs },

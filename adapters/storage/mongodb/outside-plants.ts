@@ -119,7 +119,7 @@ export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
     let ended: () => void = () => undefined;
     const entry: Sweep = { startedAt: Date.now(), ended: new Promise((resolve) => (ended = resolve)) };
     sweeps.set(max, entry);
-    options.logger.info(
+    options.logger.debug(
       { bound: max },
       'storage: looking for plants outside the quota in the background (a scan of the collection); until it ends, each owner is looked at once before its first create here',
     );

@@ -16,7 +16,7 @@ import { ObjectId } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
-import { arg, benchStore, loadAdapter } from './storage-bench.js';
+import { arg, benchStore, loadAdapter, seedOwner } from './storage-bench.js';
 
 const seconds = Number(arg('--seconds') ?? 5);
 const rounds = Number(arg('--rounds') ?? 3);
@@ -47,19 +47,7 @@ const openAdapter = () =>
     logger: pino({ level: 'silent' }),
   });
 
-/** Gives the owner `n` plants as the adapter stores them (slots 0..n-1), in bulk. */
-const seed = async (owner: string, n: number) => {
-  for (let i = 0; i < n; i += 2500) {
-    await collection.insertMany(
-      Array.from({ length: Math.min(2500, n - i) }, (_, k) => ({
-        owner,
-        id: BigInt(i + k),
-        name: `plant ${i + k}`,
-        slot: i + k,
-      })),
-    );
-  }
-};
+const seed = (owner: string, n: number) => seedOwner(collection, owner, n);
 
 /**
  * Creates of one target within a round, rotating over its owners: each takes `PER_OWNER` creates, then the next

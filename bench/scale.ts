@@ -25,7 +25,7 @@ import { ObjectId, type CommandStartedEvent, type MongoClient } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
-import { arg, benchStore, COLLECTION, loadAdapter } from './storage-bench.js';
+import { arg, benchStore, COLLECTION, loadAdapter, seedOwner } from './storage-bench.js';
 
 const smoke = process.argv.includes('--smoke');
 const only = new Set((arg('--only') ?? 'a,c,d,e').split(','));
@@ -74,7 +74,7 @@ const instance = (db: string, extra: Record<string, unknown> = {}): Store & { wa
     writeConcern: 'majority',
     journal: true,
     logger: pino(
-      { level: 'info' },
+      { level: 'debug' }, // the sweep's end is a debug line when it found nothing quickly
       {
         write: (line: string) => {
           if (process.env['SCALE_LOG'] !== undefined) process.stderr.write(line);
@@ -122,19 +122,7 @@ const counter = (stores: readonly Store[]) => {
   };
 };
 
-const seed = async (db: string, owner: string, n: number) => {
-  const collection = admin.db(db).collection(COLLECTION);
-  for (let i = 0; i < n; i += 5000) {
-    await collection.insertMany(
-      Array.from({ length: Math.min(5000, n - i) }, (_, k) => ({
-        owner,
-        id: BigInt(i + k),
-        name: `plant ${i + k}`,
-        slot: i + k,
-      })),
-    );
-  }
-};
+const seed = (db: string, owner: string, n: number) => seedOwner(admin.db(db).collection(COLLECTION), owner, n);
 const plantOf = (id: bigint): Plant => ({ id: id as PlantId, name: `plant ${id}` as PlantName });
 let nextId = 1_000_000n;
 const create = async (repo: PlantRepository, owner: string) => {

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MongoClient } from 'mongodb';
+import { MongoClient, type Collection, type Document } from 'mongodb';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import { ferretDbBinary, postgresBinaries, startFerretDb, startFerretDbOnPostgres } from '../harness/servers.js';
@@ -49,4 +49,18 @@ export const benchStore = async (prefix: string) => {
   const client = new MongoClient(server.uri, { useBigInt64: true });
   const handler = pg === undefined ? 'SQLite' : 'PostgreSQL';
   return { server, handler, db, client, collection: client.db(db).collection(COLLECTION) };
+};
+
+/** Gives the owner `n` plants as the adapter stores them (ids and slots 0..n-1), in bulk. */
+export const seedOwner = async (collection: Collection<Document>, owner: string, n: number): Promise<void> => {
+  for (let i = 0; i < n; i += 5000) {
+    await collection.insertMany(
+      Array.from({ length: Math.min(5000, n - i) }, (_, k) => ({
+        owner,
+        id: BigInt(i + k),
+        name: `plant ${i + k}`,
+        slot: i + k,
+      })),
+    );
+  }
 };

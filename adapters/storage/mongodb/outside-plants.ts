@@ -137,8 +137,12 @@ export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
             return;
           }
           entry.risky = new Set(owners);
-          options.logger.info(
-            { bound: max, owners: owners.size, ms: Date.now() - entry.startedAt },
+          // Worth an operator's attention when it found outside plants or took long; otherwise a debug line.
+          const ms = Date.now() - entry.startedAt;
+          const log = owners.size > 0 || ms >= 1000 ? options.logger.info : options.logger.debug;
+          log.call(
+            options.logger,
+            { bound: max, owners: owners.size, ms },
             'storage: the scan for plants outside the quota is done; owners without any need no look before a create',
           );
         },

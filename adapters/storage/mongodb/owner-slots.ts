@@ -354,8 +354,8 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     }
     forget(owner);
     const state = new OwnerState(max, generation);
-    // Loaded in the background only while the budget has room without pushing another owner out: with more active
-    // owners than it holds, loads would only replace each other.
+    // Loaded on first sight only while the budget has room without pushing another owner out (`room`, see `admit`):
+    // with more active owners than it holds, loads would only replace each other.
     const room = bytes + state.bytes <= options.budgetBytes;
     states.set(owner, { state, weight: state.bytes });
     bytes += state.bytes;

@@ -384,7 +384,7 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     const report = progress(startedAt);
     let slotless = await mendSlotless(report);
     let duplicates = 0;
-    // Mended slots are outside plants that the maps of running processes do not know of, and a process that did not
+    // Mended slots are outside plants that what running processes know of owners misses, and a process that did not
     // see the index missing learns of a rebuild only by its name (see `adopt`). So every build gets a name never used
     // before: a name seen again would hide the rebuilds between (say two, before another process looks). The name is
     // kept across this process's tries until the index is built: an index build still running in the server after a

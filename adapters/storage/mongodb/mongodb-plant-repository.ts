@@ -27,7 +27,7 @@ export interface MongoOptions {
   readonly indexRecheckMs?: number;
   /** First wait before asking again for an index the server refused; doubles up to 60 s (default 1 s). */
   readonly indexRetryMs?: number;
-  /** Heap bytes for the owners' slot maps (owner-slots.ts; default 64 MiB). */
+  /** Heap bytes for what the process knows of owners' slots (owner-slots.ts; MONGODB_SLOTS_MEMORY_BYTES, 64 MiB). */
   readonly slotCacheBytes?: number;
   /** Least time between two loads of an owner that looks full (default 1 s). */
   readonly fullRecheckMs?: number;

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import * as E from 'fp-ts/lib/Either.js';
 import type { Redis } from 'ioredis';
@@ -14,6 +13,7 @@ import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connec
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
 import type { MongodbPlantRepository } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { newToken } from '../adapters/tokens/redis/new-token.js';
 import { jwtTokenVerifier } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { sha256, staticTokenVerifier, type StaticToken } from '../adapters/tokens/static/static-token-verifier.js';
@@ -42,7 +42,7 @@ const staticTokens = (configured: readonly StaticTokenEntry[] | undefined) => {
   if (configured !== undefined && configured.length > 0) {
     return { tokens: staticTokenVerifier(configured.map(toStaticToken)) };
   }
-  const token = randomBytes(32).toString('base64url');
+  const token = newToken();
   const local: StaticToken = {
     sha256: sha256(token),
     principal: { subject: 'local', owner: 'local' as Owner, scopes: new Set(SCOPES) },

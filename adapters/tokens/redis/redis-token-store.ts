@@ -1,4 +1,4 @@
-import { hash, randomBytes } from 'node:crypto';
+import { hash } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
@@ -10,6 +10,7 @@ import type { TokenVerifier } from '../../../application/ports/token-verifier.js
 import { Owner } from '../../../domain/plant.js';
 import { isScope, type Principal, type Scope } from '../../../domain/principal.js';
 import { listenForInvalidations } from './invalidations.js';
+import { newToken } from './new-token.js';
 
 /**
  * Opaque tokens in Redis (AUTH=redis). A token is kept only as its SHA-256: the key is `plantstore:token:<hex>`, a
@@ -148,7 +149,7 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
     verifier,
     issue: (grant) =>
       attempt(async () => {
-        const token = randomBytes(32).toString('base64url');
+        const token = newToken();
         const key = keyOf(token);
         const tx = redis
           .multi()

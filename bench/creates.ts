@@ -16,7 +16,7 @@ import { ObjectId } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
-import { arg, benchStore, loadAdapter, seedOwner } from './storage-bench.js';
+import { adapterOptions, arg, benchStore, loadAdapter, seedOwner } from './storage-bench.js';
 
 const seconds = Number(arg('--seconds') ?? 5);
 const rounds = Number(arg('--rounds') ?? 3);
@@ -37,15 +37,7 @@ for (const [name, value] of [
 
 const { adapter, dist } = await loadAdapter();
 const { server, handler, db, client, collection } = await benchStore('plantstore_bench');
-const openAdapter = () =>
-  adapter.mongodbPlantRepository({
-    uri: server.uri,
-    db,
-    timeoutMs: 2000,
-    writeConcern: 'majority',
-    journal: true,
-    logger: pino({ level: 'silent' }),
-  });
+const openAdapter = () => adapter.mongodbPlantRepository(adapterOptions(server.uri, db, pino({ level: 'silent' })));
 
 const seed = (owner: string, n: number) => seedOwner(collection, owner, n);
 

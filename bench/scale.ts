@@ -21,11 +21,11 @@
  */
 import { randomInt, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { ObjectId, type CommandStartedEvent, type MongoClient } from 'mongodb';
+import { ObjectId, type CommandStartedEvent } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
-import { arg, benchStore, COLLECTION, loadAdapter, seedOwner } from './storage-bench.js';
+import { adapterOptions, arg, benchStore, COLLECTION, loadAdapter, seedOwner } from './storage-bench.js';
 
 const smoke = process.argv.includes('--smoke');
 const only = new Set((arg('--only') ?? 'a,c,d,e').split(','));
@@ -45,15 +45,8 @@ if (arg('--quota') !== undefined) Object.assign(P, { quota: Number(arg('--quota'
 const CLIENTS = 16;
 const TIMEOUT_MS = 2000;
 
-interface Store {
-  readonly repository: PlantRepository;
-  readonly client: MongoClient;
-  readonly slotClient: MongoClient;
-  readonly close: () => Promise<void>;
-}
-const { dist } = await loadAdapter();
-const open = (await import(join(dist, 'adapters/storage/mongodb/mongodb-plant-repository.js')))
-  .mongodbPlantRepository as (options: Record<string, unknown>) => Store;
+const { adapter, dist } = await loadAdapter();
+type Store = ReturnType<typeof adapter.mongodbPlantRepository>;
 const slotsModule = (await import(join(dist, 'adapters/storage/mongodb/owner-slots.js'))) as Record<string, unknown>;
 /** Bytes the adapter weighs for one owner of `plants` plants at the quota: its state now, 64 a plant before. */
 const ownerBytes = (plants: number): number =>
@@ -67,20 +60,19 @@ const { server, handler, client: admin } = await benchStore('scale');
 const instance = (db: string, extra: Record<string, unknown> = {}): Store & { warm: () => Promise<void> } => {
   let swept: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (swept = resolve));
-  const store = open({
-    uri: server.uri,
-    db,
-    timeoutMs: TIMEOUT_MS,
-    writeConcern: 'majority',
-    journal: true,
-    logger: pino(
-      { level: 'debug' }, // the sweep's end is a debug line when it found nothing quickly
-      {
-        write: (line: string) => {
-          if (process.env['SCALE_LOG'] !== undefined) process.stderr.write(line);
-          if (line.includes('outside the quota is done')) swept();
+  const store = adapter.mongodbPlantRepository({
+    ...adapterOptions(
+      server.uri,
+      db,
+      pino(
+        { level: 'debug' }, // the sweep's end is a debug line when it found nothing quickly
+        {
+          write: (line: string) => {
+            if (process.env['SCALE_LOG'] !== undefined) process.stderr.write(line);
+            if (line.includes('outside the quota is done')) swept();
+          },
         },
-      },
+      ),
     ),
     monitorCommands: true,
     ...extra,

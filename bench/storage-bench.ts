@@ -19,16 +19,18 @@ export const arg = (name: string): string | undefined => {
 
 export const COLLECTION = 'plants';
 
+/** The options every bench gives an adapter instance: a 2 s storage timeout, majority and journaled writes. */
+export const adapterOptions = (uri: string, db: string, logger: Logger) =>
+  ({ uri, db, timeoutMs: 2000, writeConcern: 'majority', journal: true, logger }) as const;
+
 interface AdapterModule {
-  readonly mongodbPlantRepository: (options: {
-    uri: string;
-    db: string;
-    timeoutMs: number;
-    writeConcern: 'majority';
-    journal: boolean;
-    logger: Logger;
-    indexRecheckMs?: number;
-  }) => { repository: PlantRepository; close: () => Promise<void> };
+  readonly mongodbPlantRepository: (options: ReturnType<typeof adapterOptions> & Record<string, unknown>) => {
+    readonly repository: PlantRepository;
+    readonly close: () => Promise<void>;
+    /** The driver's clients (command monitoring): requests, and loads of owners' slots. */
+    readonly client: MongoClient;
+    readonly slotClient: MongoClient;
+  };
 }
 
 /** The MongoDB adapter of the build `--adapter` names (a dist/ folder), or of this one. */

@@ -19,7 +19,7 @@ import { pino } from 'pino';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
-import { arg, benchStore, loadAdapter } from './storage-bench.js';
+import { adapterOptions, arg, benchStore, loadAdapter } from './storage-bench.js';
 
 const smoke = process.argv.includes('--smoke');
 const PLANTS = Number(arg('--plants') ?? (smoke ? 1000 : 120_000));
@@ -57,12 +57,7 @@ const logger: Logger = pino(
 );
 const openAdapter = (indexRecheckMs?: number) =>
   adapter.mongodbPlantRepository({
-    uri: server.uri,
-    db,
-    timeoutMs: 2000,
-    writeConcern: 'majority',
-    journal: true,
-    logger,
+    ...adapterOptions(server.uri, db, logger),
     ...(indexRecheckMs === undefined ? {} : { indexRecheckMs }),
   });
 

@@ -52,7 +52,7 @@ const SHORT_RUN = 8;
 /** Collisions since the last load after which a load is due, however recent it was. */
 const RELOAD_AFTER_COLLISIONS = 8;
 /** Slots a bitset covers at most (128 KiB); above that, slots beyond are chosen at random and not remembered. */
-export const BITSET_SLOTS = 2 ** 20;
+const BITSET_SLOTS = 2 ** 20;
 /** Above this many slots a collision moves the cursor at random rather than measure every free run. */
 const JUMP_SCAN_SLOTS = 2 ** 16;
 /**
@@ -623,8 +623,5 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     if (moved !== 'taken') state.unmark(last);
   };
 
-  /** Whether this process holds a state of the owner (tests). */
-  const holds = (owner: string): boolean => states.has(owner);
-
-  return { insert, freed, holds, heldBytes: () => bytes };
+  return { insert, freed, heldBytes: () => bytes };
 };

@@ -306,11 +306,11 @@ test('while another bound is in force no sweep is trusted, and a sweep answer gi
 });
 
 test('once the other bound is gone (not announced for expiryMs), the sweep runs anew and is trusted again', async () => {
-  const k = knowledge(() => new Set(['dave']), 50);
-  k.registry.set('none', Date.now()); // a process without a bound
+  const k = knowledge(() => new Set(['dave']));
+  k.registry.set('none', Date.now()); // a process without a bound, announced just now
   assert.is((await k.outside.before(10, 0)).risky, undefined);
   assert.is(k.sweeps(), 0);
-  await new Promise((resolve) => setTimeout(resolve, 80));
+  k.registry.set('none', Date.now() - 61_000); // its last announcement is now older than expiryMs (60 s)
   await k.outside.before(10, 0);
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal((await k.outside.before(10, 0)).risky, new Set(['dave']));
@@ -331,13 +331,14 @@ test('a rebuild or mend of the slot index (its generation moved) withdraws the s
 test('an owner the sweep named is loaded and its outside plants moved in before its first create; others are not read', async () => {
   const fake = fakeStore();
   fake.seed('erin', [OUTSIDE_FROM + 1]);
-  fake.seed('frank', [0, 1]);
   const slots = fake.slotsOf(1); // a budget too small to load any owner for its count
   await slots.insert('warm-up', 10, plantOf(0), noDeadline, later()); // its sweep is done by the time it is stored
   for (const key of Object.keys(fake.sent)) delete fake.sent[key];
   assert.is((await slots.insert('erin', 10, plantOf(1), noDeadline, later()))?._tag, 'Inserted');
   assert.is(fake.sent['load'], 2, 'erin, named by the sweep: loaded, then again under its lock');
   assert.is(fake.sent['move'], 1);
+  // frank keeps no plant, so its slot at random is free: whether a create that never collides reads anything is all
+  // this looks at (with plants, a random slot may meet one, and a second collision loads the owner: 1 run in 25 did).
   assert.is((await slots.insert('frank', 10, plantOf(2), noDeadline, later()))?._tag, 'Inserted');
   assert.is(fake.sent['load'], 2, 'frank: nothing read');
   assert.is(fake.sent['hasOutside'] ?? 0, 0);

@@ -480,6 +480,7 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     let triedLast = false;
     /** Slots this create reserved and found refused without being told by which index (FerretDB). */
     const unsure: number[] = [];
+    let lastUnsureAt = 0;
     const exists = async (): Promise<InsertOutcome | undefined> => {
       lookedUp = true;
       const stored = await store.find(owner, plant);
@@ -539,7 +540,10 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
         return { _tag: 'Inserted', ...counted() };
       }
       // Refused: by another plant in that slot, or (FerretDB does not say which index refused) perhaps by the id.
-      if (attempt === 'taken' && reserved) unsure.push(slot);
+      if (attempt === 'taken' && reserved) {
+        unsure.push(slot);
+        lastUnsureAt = Date.now();
+      }
       if (attempt === 'taken' && !reserved) {
         // The last slot, tried as a full owner's room: the id is looked up before anything else.
         const found = await exists();
@@ -568,7 +572,9 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
         await within(state.loading, giveUpAt);
       }
       if (unsure.length >= 2 || (unsure.length > 0 && !state.complete)) {
-        const free = !state.complete || unsure.some((s) => !state.has(s));
+        // Only a load that ended after those refusals can tell; without one (not done within the wait), the id is
+        // looked up.
+        const free = !state.complete || state.loadedAt < lastUnsureAt || unsure.some((s) => !state.has(s));
         if (free) {
           const found = await exists();
           if (found !== undefined) return found;

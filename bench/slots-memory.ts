@@ -37,6 +37,8 @@ const outside = outsidePlants(
     },
     announced: async () => [...announced].map(([bound, at]) => ({ bound, at })),
     outsideOwners: async () => new Set(),
+    recall: async () => undefined,
+    remember: async () => undefined,
   },
   {
     logger: pino({ level: 'silent' }),

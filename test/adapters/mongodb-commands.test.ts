@@ -6,12 +6,14 @@ import {
   BOUNDS_COLLECTION,
   COLLECTION,
   mongodbPlantRepository,
+  SWEEPS_COLLECTION,
   type MongodbPlantRepository,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { PlantId } from '../../domain/plant.js';
 import { aPlant, freshOwner, right } from '../support/fixtures.js';
 import { ferretDbServers } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
+import { eventually } from '../support/wait.js';
 
 /**
  * Round trips per operation, counted by the driver's command monitoring: what the storage sends for a create, an
@@ -30,10 +32,11 @@ const backends = ferretDbServers().map(({ name, setup }) => ({
 /** The commands `run` sends, by name, in order. */
 const commandsOf = async (store: MongodbPlantRepository, run: () => Promise<unknown>): Promise<string[]> => {
   const seen: string[] = [];
-  // The bounds registry's upkeep (outside-plants.ts: an announcement every 10 s, a read every second) is the process's,
-  // not an operation's.
+  // The bounds registry's upkeep (outside-plants.ts: an announcement every 10 s, a read every second) and the sweep
+  // record's read (once per start) are the process's, not an operation's.
   const listener = (e: CommandStartedEvent) => {
-    if (e.command[e.commandName] !== BOUNDS_COLLECTION) seen.push(e.commandName);
+    const on = e.command[e.commandName];
+    if (on !== BOUNDS_COLLECTION && on !== SWEEPS_COLLECTION) seen.push(e.commandName);
   };
   for (const client of [store.client, store.slotClient]) client.on('commandStarted', listener);
   try {
@@ -146,6 +149,62 @@ for (const backend of backends) {
       );
     } finally {
       await store.close();
+      await admin.db(db).dropDatabase();
+      await admin.close();
+    }
+  });
+
+  test("a process started over a swept collection takes up the sweep record: no scan, and a new owner's first create is one load and one insert", async (ctx) => {
+    const { uri } = subject(ctx).server;
+    const db = `plantstore_restart_${randomUUID().slice(0, 8)}`;
+    const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000, useBigInt64: true });
+    const lines: string[] = [];
+    const instance = () =>
+      mongodbPlantRepository({
+        uri,
+        db,
+        timeoutMs: 30_000,
+        writeConcern: 'majority',
+        journal: true,
+        logger: pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) }),
+        indexRecheckMs: 3_600_000,
+        boundsViewMs: 3_600_000,
+        monitorCommands: true,
+      });
+    const first = instance();
+    try {
+      await right(first.repository.insert(freshOwner('before'), aPlant(1n), MAX));
+      const record = await eventually(
+        'the sweep recorded',
+        async () =>
+          (await admin
+            .db(db)
+            .collection(SWEEPS_COLLECTION)
+            .findOne({ _id: String(MAX) as never })) ?? undefined,
+      );
+      assert.equal(record['owners'], []);
+    } finally {
+      await first.close();
+    }
+    lines.length = 0;
+    const second = instance();
+    try {
+      await right(second.repository.ping);
+      const sent = await commandsOf(second, () =>
+        right(second.repository.insert(freshOwner('after'), aPlant(2n), MAX)),
+      );
+      assert.equal(sent, ['find', 'insert'], 'the owner loaded (its count), then the insert');
+      const said = lines.map((l) => String(JSON.parse(l).msg));
+      assert.ok(
+        said.some((m) => m.includes('as the last sweep recorded them')),
+        `the record taken up: ${said.join(' | ')}`,
+      );
+      assert.not.ok(
+        said.some((m) => m.includes('a scan of the collection')),
+        'no scan',
+      );
+    } finally {
+      await second.close();
       await admin.db(db).dropDatabase();
       await admin.close();
     }

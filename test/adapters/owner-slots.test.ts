@@ -8,7 +8,7 @@ import {
   ownerSlots,
   type SlotStore,
 } from '../../adapters/storage/mongodb/owner-slots.js';
-import { outsidePlants } from '../../adapters/storage/mongodb/outside-plants.js';
+import { outsidePlants, type SweepRecord } from '../../adapters/storage/mongodb/outside-plants.js';
 import type { Plant, PlantId, PlantName } from '../../domain/plant.js';
 import { pino } from 'pino';
 
@@ -92,6 +92,8 @@ const fakeStore = () => {
       },
       announced: async () => [...registry].map(([bound, at]) => ({ bound, at })),
       outsideOwners: async (max) => new Set([...docs.values()].filter((d) => d.slot >= max).map((d) => d.owner)),
+      recall: async () => undefined,
+      remember: async () => undefined,
     },
     { logger: quietLogger, viewMs: 0, heartbeatMs: 10_000, expiryMs: 60_000, retryMs: 0, cap: 1000 },
   );
@@ -216,6 +218,54 @@ test('a full owner whose plant was deleted through another process gets the room
   }
 });
 
+test('an owner the sweep vouches for is not held up by a slow load: its create is stored within half its time left', async () => {
+  const fake = fakeStore();
+  fake.seed('gina', [0, 1, 2]);
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const store: SlotStore = {
+    ...fake.store,
+    load: async (owner, max) => {
+      if (owner === 'gina') await gate;
+      return fake.store.load(owner, max);
+    },
+  };
+  const slots = ownerSlots(
+    store,
+    outsidePlants(
+      {
+        announce: async () => undefined,
+        announced: async () => [],
+        outsideOwners: async () => new Set(), // the sweep: no owner holds outside plants
+        recall: async () => undefined,
+        remember: async () => undefined,
+      },
+      {
+        logger: quietLogger,
+        viewMs: 0,
+        heartbeatMs: 10_000,
+        expiryMs: 60_000,
+        retryMs: 0,
+        cap: 1000,
+        slotIndex: () => 'i',
+      },
+    ),
+    { budgetBytes: 1 << 20, fullRecheckMs: 60_000 },
+  );
+  await slots.insert('warm', 1000, plantOf(1), noDeadline, later()); // starts the sweep
+  await new Promise((resolve) => setImmediate(resolve));
+  const late = setTimeout(release, 1000); // (a create that waited for the whole load would answer after this)
+  const started = Date.now();
+  const outcome = await slots.insert('gina', 1000, plantOf(10), noDeadline, Date.now() + 400);
+  assert.is(outcome?._tag, 'Inserted');
+  assert.ok(Date.now() - started < 380, `answered after ${Date.now() - started} ms`);
+  assert.is(fake.countOf('gina'), 4);
+  clearTimeout(late);
+  release();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(await slots.insert('gina', 1000, plantOf(11), noDeadline, later()), { _tag: 'Inserted', count: 5 });
+});
+
 test('a create whose insert failed (unknown whether it landed) does not make the next create a 403 from that guess', async () => {
   const fake = fakeStore();
   let failNext = false;
@@ -236,6 +286,8 @@ test('a create whose insert failed (unknown whether it landed) does not make the
         announce: async () => undefined,
         announced: async () => [],
         outsideOwners: async () => new Set(),
+        recall: async () => undefined,
+        remember: async () => undefined,
       },
       { logger: quietLogger, viewMs: 0, heartbeatMs: 10_000, expiryMs: 60_000, retryMs: 0, cap: 1000 },
     ),
@@ -264,9 +316,17 @@ test('outside plants are moved in before an inside create, and an owner over its
   assert.equal(await other.insert('dave', 3, plantOf(1), noDeadline, later()), { _tag: 'OwnerFull', count: 4 });
 });
 
-/** The knowledge of outside plants over a registry and a sweep kept in Maps; `expiryMs` short, so a bound can leave. */
-const knowledge = (outsideOf: () => ReadonlySet<string>, expiryMs = 60_000) => {
-  const registry = new Map<string, number>();
+/**
+ * The knowledge of outside plants over a registry, a sweep and the sweeps' records kept in Maps; `expiryMs` short, so a
+ * bound can leave. Processes that share `records` (and `registry`) stand for processes over one database.
+ */
+const knowledge = (
+  outsideOf: () => ReadonlySet<string>,
+  expiryMs = 60_000,
+  shared: { registry?: Map<string, number>; records?: Map<string, SweepRecord>; slotIndex?: string } = {},
+) => {
+  const registry = shared.registry ?? new Map<string, number>();
+  const records = shared.records ?? new Map<string, SweepRecord>();
   let sweeps = 0;
   const outside = outsidePlants(
     {
@@ -278,10 +338,36 @@ const knowledge = (outsideOf: () => ReadonlySet<string>, expiryMs = 60_000) => {
         sweeps++;
         return outsideOf();
       },
+      recall: async (bound) => records.get(bound),
+      remember: async (bound, record) => {
+        records.set(bound, record);
+      },
     },
-    { logger: quietLogger, viewMs: 0, heartbeatMs: 10_000, expiryMs, retryMs: 0, cap: 1000 },
+    {
+      logger: quietLogger,
+      viewMs: 0,
+      heartbeatMs: 10_000,
+      expiryMs,
+      retryMs: 0,
+      cap: 1000,
+      slotIndex: () => shared.slotIndex ?? 'owner_1_slot_1_unique_a', // read when a sweep begins
+    },
   );
-  return { outside, registry, sweeps: () => sweeps };
+  return { outside, registry, records, sweeps: () => sweeps };
+};
+
+/** A process that starts over `k`'s database (its registry and records), under the slot index `slotIndex`. */
+const restarted = (
+  k: ReturnType<typeof knowledge>,
+  outsideOf: () => ReadonlySet<string>,
+  slotIndex = 'owner_1_slot_1_unique_a',
+) => knowledge(outsideOf, 60_000, { registry: k.registry, records: k.records, slotIndex });
+
+/** What `k` knows of outside plants under a bound of 10 once its sweep (or the record it took up) is done. */
+const sweptAt10 = async (k: ReturnType<typeof knowledge>) => {
+  await k.outside.before(10, 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  return (await k.outside.before(10, 0)).risky;
 };
 
 test('with one bound in force, the sweep names the owners that hold outside plants, and no other needs a look', async () => {
@@ -318,14 +404,47 @@ test('once the other bound is gone (not announced for expiryMs), the sweep runs 
 });
 
 test('a rebuild or mend of the slot index (its generation moved) withdraws the sweep and runs it again', async () => {
-  const k = knowledge(() => new Set());
+  const index = { slotIndex: 'owner_1_slot_1_unique_a' };
+  const k = knowledge(() => new Set(), 60_000, index);
   await k.outside.before(10, 0);
   await new Promise((resolve) => setImmediate(resolve));
   const before = await k.outside.before(10, 0);
+  index.slotIndex = 'owner_1_slot_1_unique_b'; // every build names the index anew (indexes.ts)
   const after = await k.outside.before(10, 1);
   assert.is(after.risky, undefined);
   assert.is(after.epoch, before.epoch + 1);
+  await new Promise((resolve) => setImmediate(resolve));
   assert.is(k.sweeps(), 2);
+});
+
+test('a process started later takes up the last sweep from its record and scans nothing', async () => {
+  const first = knowledge(() => new Set(['carol']));
+  assert.equal(await sweptAt10(first), new Set(['carol']));
+  const second = restarted(first, () => new Set(['not', 'scanned']));
+  assert.equal(await sweptAt10(second), new Set(['carol']));
+  assert.is(second.sweeps(), 0);
+});
+
+test('a sweep recorded before another bound was last announced is not taken up: the collection is scanned again', async () => {
+  const first = knowledge(() => new Set());
+  await sweptAt10(first);
+  const record = first.records.get('10');
+  assert.ok(record !== undefined);
+  // The record is two minutes old; a process under a bound of 100 announced itself 90 s ago (since expired).
+  first.records.set('10', { ...record, startedAt: Date.now() - 120_000 });
+  first.registry.set('100', Date.now() - 90_000);
+  const second = restarted(first, () => new Set(['erin']));
+  assert.equal(await sweptAt10(second), new Set(['erin']));
+  assert.is(second.sweeps(), 1);
+  assert.equal(first.records.get('10')?.owners, ['erin'], 'the new sweep is recorded in its place');
+});
+
+test('a sweep recorded under another slot index (rebuilt since, after a mend) is not taken up', async () => {
+  const first = knowledge(() => new Set());
+  await sweptAt10(first);
+  const second = restarted(first, () => new Set(['frank']), 'owner_1_slot_1_unique_b');
+  assert.equal(await sweptAt10(second), new Set(['frank']));
+  assert.is(second.sweeps(), 1);
 });
 
 test('an owner the sweep named is loaded and its outside plants moved in before its first create; others are not read', async () => {

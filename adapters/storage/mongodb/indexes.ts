@@ -83,6 +83,11 @@ export interface Indexes {
    * by another: outside plants may have come into being each time, so owner-slots.ts drops what it knows.
    */
   readonly slotsGeneration: () => number;
+  /**
+   * The names of the unique slot indexes as last listed ('' before the first look, or while there is none). Each build
+   * has a name never used before, so a record made under one name (outside-plants.ts) predates no mend that followed.
+   */
+  readonly slotIndex: () => string;
 }
 
 type State =
@@ -593,5 +598,5 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     for (const waiter of waiters) waiter.settle(new IndexUnusable('the store is closed'));
   };
 
-  return { ready, recheck, stop, slotsGeneration: () => slotsGeneration };
+  return { ready, recheck, stop, slotsGeneration: () => slotsGeneration, slotIndex: () => slotGeneration ?? '' };
 };

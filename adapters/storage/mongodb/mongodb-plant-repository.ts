@@ -2,7 +2,15 @@ import { randomInt } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
-import { MongoClient, MongoServerError, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
+import {
+  MongoClient,
+  MongoServerError,
+  ObjectId,
+  type Collection,
+  type Filter,
+  type MatchKeysAndValues,
+  type WriteConcernSettings,
+} from 'mongodb';
 import { storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
 import { NO_PLANT_LIMIT, type PlantPage, type PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
@@ -72,6 +80,8 @@ export const COLLECTION = 'plants';
 export const BOUNDS_COLLECTION = 'plants_bounds';
 /** Owners whose outside plants a process is moving in right now (owner-slots.ts): `{_id: owner, at}`. */
 export const LOCKS_COLLECTION = 'plants_locks';
+/** The last sweep for outside plants under each bound (outside-plants.ts): `{_id: "<bound>", startedAt, slotIndex, owners}`. */
+export const SWEEPS_COLLECTION = 'plants_sweeps';
 /** A lock this old was left by a process that died holding it (moving an owner's plants takes milliseconds). */
 const LOCK_STALE_MS = 30_000;
 /** Tries of one slot move that collides with another process's (see `retryConflicts`). */
@@ -293,24 +303,33 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     },
   };
   const bounds = db.collection<{ _id: string; at: Date }>(BOUNDS_COLLECTION);
+  const sweepRecords = db.collection<{ _id: string; startedAt: Date; slotIndex: string; owners: string[] }>(
+    SWEEPS_COLLECTION,
+  );
   const upkeepCollection = upkeepClient.db(options.db).collection<PlantDocument>(COLLECTION);
   const connectUpkeep = () =>
     (upkeepConnected ??= upkeepClient.connect().catch((e: unknown) => {
       upkeepConnected = undefined;
       throw e;
     }));
+  /** Sets `fields` on the document `_id`, made if missing. */
+  const upsert = async <T extends { _id: string }>(
+    on: Collection<T>,
+    _id: string,
+    fields: MatchKeysAndValues<T>,
+  ): Promise<void> => {
+    const filter = { _id } as Filter<T>;
+    try {
+      await on.updateOne(filter, { $set: fields }, { upsert: true, writeConcern, maxTimeMS });
+    } catch (e) {
+      // Two first upserts at once: the one that lost finds the document in place, and updates it.
+      if (!isDuplicateKey(e)) throw e;
+      await on.updateOne(filter, { $set: fields }, { writeConcern, maxTimeMS });
+    }
+  };
   const budgetBytes = options.slotCacheBytes ?? 64 * 1024 * 1024;
   const outsideStore: OutsideStore = {
-    announce: async (bound) => {
-      const at = { $set: { at: new Date() } };
-      try {
-        await bounds.updateOne({ _id: bound }, at, { upsert: true, writeConcern, maxTimeMS });
-      } catch (e) {
-        // Two first announcements at once: the upsert that lost finds the document in place, and updates it.
-        if (!isDuplicateKey(e)) throw e;
-        await bounds.updateOne({ _id: bound }, at, { writeConcern, maxTimeMS });
-      }
-    },
+    announce: (bound) => upsert(bounds, bound, { at: new Date() }),
     announced: async () =>
       (await bounds.find({}, { maxTimeMS }).toArray()).map((d) => ({ bound: d._id, at: d.at.getTime() })),
     outsideOwners: async (max, cap) => {
@@ -333,21 +352,13 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       }
       return owners;
     },
+    recall: async (bound) => {
+      const doc = await sweepRecords.findOne({ _id: bound }, { maxTimeMS });
+      return doc === null ? undefined : { ...doc, startedAt: doc.startedAt.getTime() };
+    },
+    remember: (bound, { startedAt, slotIndex, owners }) =>
+      upsert(sweepRecords, bound, { startedAt: new Date(startedAt), slotIndex, owners: [...owners] }),
   };
-  const outside = outsidePlants(outsideStore, {
-    logger,
-    viewMs: options.boundsViewMs ?? 1000,
-    heartbeatMs: 10_000,
-    expiryMs: options.boundsExpiryMs ?? 60_000,
-    retryMs: 60_000,
-    // An owner named by the sweep weighs about its name and a Set entry: at most a quarter of the budget.
-    cap: Math.max(1000, Math.floor(budgetBytes / 4 / 200)),
-  });
-  const slots = ownerSlots(slotStore, outside, {
-    budgetBytes,
-    fullRecheckMs: options.fullRecheckMs ?? 1000,
-  });
-
   const index = uniqueIndexes(upkeepClient.db(options.db).collection(COLLECTION), {
     logger,
     namespace: `${options.db}.${COLLECTION}`,
@@ -357,6 +368,20 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     retryMaxMs: 60_000,
     recheckMs: options.indexRecheckMs ?? 30_000,
     writeConcern,
+  });
+  const outside = outsidePlants(outsideStore, {
+    logger,
+    viewMs: options.boundsViewMs ?? 1000,
+    heartbeatMs: 10_000,
+    expiryMs: options.boundsExpiryMs ?? 60_000,
+    retryMs: 60_000,
+    // An owner named by the sweep weighs about its name and a Set entry: at most a quarter of the budget.
+    cap: Math.max(1000, Math.floor(budgetBytes / 4 / 200)),
+    slotIndex: index.slotIndex,
+  });
+  const slots = ownerSlots(slotStore, outside, {
+    budgetBytes,
+    fullRecheckMs: options.fullRecheckMs ?? 1000,
   });
 
   let connected: Promise<unknown> | undefined;

@@ -16,6 +16,14 @@ import type { Logger } from '../../../application/ports/logger.js';
  *
  * The registry is read at most once per `viewMs` (by the creates that need it); a view older than five times that,
  * and at least 5 s (the server did not answer), counts as another bound in force.
+ *
+ * A sweep's answer is also *recorded* in the store (`plants_sweeps`: the bound, when the sweep began, the slot index's
+ * name then, the owners it named), so that a process starting later takes it instead of scanning the collection again:
+ * a restart over a large collection is then one read, not a scan that new owners' creates wait on. The record holds
+ * while no other bound has been announced since the sweep began (any other bound may have stored outside plants) and
+ * the slot index is the one it was made under (a mend, which moves plants outside, comes before every build, and each
+ * build names the index anew). The owners it names are a superset of those holding outside plants now: outside plants
+ * only leave while one bound is in force.
  */
 
 /** What the knowledge needs from the store. */
@@ -29,7 +37,23 @@ export interface OutsideStore {
    * collection (its cost grows with it), on a connection of its own with its own bound.
    */
   readonly outsideOwners: (max: number, cap: number) => Promise<ReadonlySet<string> | undefined>;
+  /** The last sweep's record under `bound`, if any. */
+  readonly recall: (bound: string) => Promise<SweepRecord | undefined>;
+  /** Keeps a sweep's record under `bound`, in place of the one before. */
+  readonly remember: (bound: string, record: SweepRecord) => Promise<void>;
 }
+
+/** What a sweep found, and under what (see above). */
+export interface SweepRecord {
+  /** When the sweep began (ms since the epoch, the sweeping process's clock). */
+  readonly startedAt: number;
+  /** The slot index's name(s) when it began (indexes.ts `slotIndex`). */
+  readonly slotIndex: string;
+  readonly owners: readonly string[];
+}
+
+/** Owners a record may name at most (a document, under MongoDB's 16 MB); a sweep that named more is not recorded. */
+const RECORDED_OWNERS = 10_000;
 
 export interface OutsideOptions {
   readonly logger: Logger;
@@ -43,12 +67,16 @@ export interface OutsideOptions {
   readonly retryMs: number;
   /** Owners the sweep may name at most (each is remembered until its plants are moved in). */
   readonly cap: number;
+  /** The slot index's name(s) now (indexes.ts); without it, or while it is '', no sweep is recorded or taken up. */
+  readonly slotIndex?: () => string;
 }
 
 const keyOf = (max: number): string => (Number.isFinite(max) ? String(max) : 'none');
 
 interface Sweep {
   readonly startedAt: number;
+  /** The slot index it runs under. */
+  readonly slotIndex: string;
   /** Settles when the sweep ends, whichever way. */
   readonly ended: Promise<void>;
   risky?: Set<string>;
@@ -115,18 +143,41 @@ export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
     sweeps.delete(max);
   };
 
+  /**
+   * The owners the last sweep recorded under `max`, when that record holds: made under the slot index in place now,
+   * and no other bound announced since it began. Clocks of processes differ by seconds, not by half the expiry: a
+   * bound announced up to that long before the sweep began counts as announced after it.
+   */
+  const recalled = async (max: number, slotIndex: string): Promise<ReadonlySet<string> | undefined> => {
+    if (slotIndex === '' || view === undefined) return undefined;
+    const key = keyOf(max);
+    const record = await store.recall(key);
+    if (record === undefined || record.slotIndex !== slotIndex) return undefined;
+    for (const [bound, at] of view.bounds)
+      if (bound !== key && at >= record.startedAt - options.expiryMs / 2) return undefined;
+    return new Set(record.owners);
+  };
+
   const sweep = (max: number): void => {
     let ended: () => void = () => undefined;
-    const entry: Sweep = { startedAt: Date.now(), ended: new Promise((resolve) => (ended = resolve)) };
+    const entry: Sweep = {
+      startedAt: Date.now(),
+      slotIndex: options.slotIndex?.() ?? '',
+      ended: new Promise((resolve) => (ended = resolve)),
+    };
     sweeps.set(max, entry);
-    options.logger.debug(
-      { bound: max },
-      'storage: looking for plants outside the quota in the background (a scan of the collection); until it ends, each owner is looked at once before its first create here',
-    );
-    void store
-      .outsideOwners(max, options.cap)
+    const run = async (): Promise<{ owners: ReadonlySet<string> | undefined; recalled: boolean }> => {
+      const known = await recalled(max, entry.slotIndex).catch(() => undefined);
+      if (known !== undefined) return { owners: known, recalled: true };
+      options.logger.debug(
+        { bound: max },
+        'storage: looking for plants outside the quota in the background (a scan of the collection); until it ends, each owner is looked at once before its first create here',
+      );
+      return { owners: await store.outsideOwners(max, options.cap), recalled: false };
+    };
+    void run()
       .then(
-        (owners) => {
+        ({ owners, recalled }) => {
           if (sweeps.get(max) !== entry) return; // dropped meanwhile
           if (owners === undefined) {
             entry.failedAt = Date.now();
@@ -136,15 +187,27 @@ export const outsidePlants = (store: OutsideStore, options: OutsideOptions) => {
             );
             return;
           }
-          entry.risky = new Set(owners);
+          const named = [...owners];
+          entry.risky = new Set(named);
           // Worth an operator's attention when it found outside plants or took long; otherwise a debug line.
           const ms = Date.now() - entry.startedAt;
           const log = owners.size > 0 || ms >= 1000 ? options.logger.info : options.logger.debug;
           log.call(
             options.logger,
             { bound: max, owners: owners.size, ms },
-            'storage: the scan for plants outside the quota is done; owners without any need no look before a create',
+            recalled
+              ? 'storage: plants outside the quota are as the last sweep recorded them (no scan); owners without any need no look before a create'
+              : 'storage: the scan for plants outside the quota is done; owners without any need no look before a create',
           );
+          if (recalled || entry.slotIndex === '' || named.length > RECORDED_OWNERS) return;
+          store
+            .remember(keyOf(max), { startedAt: entry.startedAt, slotIndex: entry.slotIndex, owners: named })
+            .catch((e: unknown) =>
+              options.logger.debug(
+                { bound: max, err: e instanceof Error ? e.message : String(e) },
+                'storage: the sweep was not recorded; a process starting later scans again',
+              ),
+            );
         },
         (e: unknown) => {
           if (sweeps.get(max) !== entry) return;

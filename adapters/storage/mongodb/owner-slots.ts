@@ -467,11 +467,18 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     }
     if (!Number.isFinite(max)) return insertUnbounded(owner, plant, check, giveUpAt);
     const { state, room } = stateOf(owner, max);
-    if (!state.clean && !room && known.risky !== undefined && !known.risky.has(owner)) {
+    if (!state.clean && known.risky !== undefined && !known.risky.has(owner)) {
       // The sweep found no outside plant of this owner, and none has come into being since (one bound in force): no
-      // look. With room in the budget the owner is loaded all the same (below): its count, and where its room is, are
-      // worth one read per owner and process; without room, loads would only push each other out.
+      // look. With room in the budget the owner is loaded all the same: its count, and where its room is, are worth one
+      // read per owner and process. That read is waited for within half the time this create has left, and goes on in
+      // the background beyond (on FerretDB a load is a scan of the collection, and the first creates of many owners
+      // after a restart would queue on them until they answer 503). Without room, loads would only push each other out.
       state.clean = true;
+      if (room) {
+        loadSoon(owner, state);
+        await within(state.loading, giveUpAt);
+        check();
+      }
     }
     /** The count, when this process has loaded the owner (otherwise it knows only what it stored itself). */
     const counted = (): { count?: number } => (state.complete ? { count: state.count } : {});

@@ -47,14 +47,10 @@ export const outsideSlot = (): number => OUTSIDE_FROM + randomInt(2 ** 48 - 1);
 
 /** Rounds of "choose a free slot, insert into it" before a create gives up as contended (the caller answers 503). */
 const MAX_ROUNDS = 32;
-/** A free run shorter than this is not worth aiming at the middle of (see `jump`). */
-const SHORT_RUN = 8;
 /** Collisions since the last load after which a load is due, however recent it was. */
 const RELOAD_AFTER_COLLISIONS = 8;
 /** Slots a bitset covers at most (128 KiB); above that, slots beyond are chosen at random and not remembered. */
 const BITSET_SLOTS = 2 ** 20;
-/** Above this many slots a collision moves the cursor at random rather than measure every free run. */
-const JUMP_SCAN_SLOTS = 2 ** 16;
 /**
  * Heap bytes of one owner's state beside its bitset: the object, its LRU entry and the owner's name (measured with
  * `node --expose-gc dist/bench/slots-memory.js`, see docs/storage.md).
@@ -228,37 +224,24 @@ export class OwnerState {
   }
 
   /**
-   * After a collision: moves the cursor to the middle of the largest run of slots believed free (wrapping), where a
-   * run of this process's creates is least likely to meet another process's soon.
+   * After a collision: moves the cursor to a slot believed free, at random. Other processes' creates of the owner fill
+   * runs of their own that this process sees only at its next load; aiming where its view of the owner is least
+   * filled (the middle of the largest free run) sends every process with a like view to the same place, and near the
+   * end of a fill they kept meeting there.
    */
   jump(): void {
-    const span = this.span;
     if (this.full) return;
-    if (span > JUMP_SCAN_SLOTS) {
-      this.cursor = randomInt(this.max); // measuring every run would cost more than the collisions it avoids
-      return;
-    }
-    let best = 0;
-    let bestStart = this.cursor;
-    let run = 0;
-    let runStart = 0;
-    // Twice round, so that a run across the end is measured whole.
-    for (let i = 0; i < 2 * span; i++) {
-      const s = i % span;
-      if (this.has(s)) {
-        run = 0;
-        continue;
-      }
-      if (run === 0) runStart = i;
-      run++;
-      if (run > best && run <= span) {
-        best = run;
-        bestStart = runStart;
+    // Uniform over the slots believed free (the next free after a random slot would favour those just past a taken
+    // run: where another process's run is heading); when few are left, the next free after a random one.
+    for (let i = 0; i < 64; i++) {
+      const s = randomInt(this.max);
+      if (!this.has(s)) {
+        this.cursor = s;
+        return;
       }
     }
-    // Only short runs are left (the owner nearly full): processes racing for the last slots meet less if each goes to
-    // a free slot at random than if all go to the middle of the same run.
-    this.cursor = best < SHORT_RUN ? randomInt(span) : (bestStart + (best >> 1)) % span;
+    const from = randomInt(this.max);
+    this.cursor = (from < this.span ? this.nextFree(from) : undefined) ?? from;
   }
 
   /** Takes what a load read: every plant of the owner, and this process's own marks made while it ran. */
@@ -561,32 +544,31 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       state.collisionsSinceLoad++;
       if (collisions < 2) {
         // Once, another slot: an owner well below its bound rarely refuses two.
-        if (state.complete) state.jump();
-        else state.cursor = randomInt(max);
+        state.jump();
         continue;
       }
-      // Two refusals in this create. When this process knew nothing of the owner, loaded it a while ago, or has seen
-      // others take many slots since, it loads the owner (one read; waited for within half the time left). The load
-      // also tells which index refused on FerretDB: a refused slot the load shows free was refused by the id.
-      if (
-        !state.complete ||
-        !fresh(state) ||
-        state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS ||
-        unsure.length >= 2
-      ) {
-        check();
+      // Two refusals or more in this create. When this process knew nothing of the owner, loaded it a while ago, or
+      // has seen others take many slots since, it loads the owner again (one read, in the background). It waits for that
+      // load (within half the time it has left) only when it never loaded the owner, or after 4 refusals: otherwise
+      // another slot at random is likelier free than the load is quick (on FerretDB a load is a scan of the
+      // collection, seconds under load, and creates that waited for it ran out of time).
+      if (!state.complete || !fresh(state) || state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS) {
         loadSoon(owner, state);
+      }
+      if (!state.complete || collisions >= 4) {
+        check();
         await within(state.loading, giveUpAt);
       }
-      if (unsure.length >= 2 || (unsure.length > 0 && !state.complete)) {
-        // Only a load that ended after those refusals can tell; without one (not done within the wait), the id is
-        // looked up.
-        const free = !state.complete || state.loadedAt < lastUnsureAt || unsure.some((s) => !state.has(s));
-        if (free) {
+      if (unsure.length > 0) {
+        // Refusals without the index named (FerretDB): a load that ended after them tells which were another plant's
+        // slots; one that shows a refused slot free points at the id, as do 3 refusals not told apart. Then the id is
+        // looked up; an identical retry or a 409 thus costs at most 3 inserts and a find, or 2, a load and a find.
+        const told = state.complete && state.loadedAt >= lastUnsureAt;
+        if ((told && unsure.some((s) => !state.has(s))) || (!told && unsure.length >= 3)) {
           const found = await exists();
           if (found !== undefined) return found;
-        }
-        unsure.length = 0;
+          unsure.length = 0;
+        } else if (told) unsure.length = 0;
       }
       state.jump();
     }

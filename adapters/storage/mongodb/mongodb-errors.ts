@@ -96,12 +96,12 @@ const CONNECTION_GONE = new Set([
  * FerretDB's PostgreSQL handler passes on losing its PostgreSQL as an InternalError (code 1) with the client library's
  * text: it cannot connect ("failed to connect to `user=... database=...`", a TLS refusal), its connection ended
  * mid-command ("unexpected EOF", "conn closed", or the socket's own "connection reset by peer" and "broken pipe" when
- * PostgreSQL was killed under it), or PostgreSQL ended it (SQLSTATE class 08, connection exception;
- * 57P01-57P03, shutting down or starting). Seen as 500s under load when PostgreSQL was killed. The store is away, not
- * faulty: a 503 like any other outage.
+ * PostgreSQL was killed under it), PostgreSQL ended it (SQLSTATE class 08, connection exception; 57P01-57P03, shutting
+ * down or starting), or did not answer within the command's maxTimeMS (the socket's "i/o timeout": MongoDB's
+ * MaxTimeMSExpired). Seen as 500s under load. The store is away or too slow, not faulty: a 503 like any other outage.
  */
 const FERRETDB_BACKEND_GONE =
-  /failed to connect to `|unexpected EOF|conn closed|connection reset by peer|broken pipe|tls error|\(SQLSTATE (08[0-9A-Z]{3}|57P0[123])\)/;
+  /failed to connect to `|unexpected EOF|conn closed|connection reset by peer|broken pipe|i\/o timeout|tls error|\(SQLSTATE (08[0-9A-Z]{3}|57P0[123])\)/;
 
 /** True when the error says the store did not answer in time or at all, or cannot serve writes/reads right now. */
 export const isUnavailable = (e: unknown): boolean => {

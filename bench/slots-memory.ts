@@ -28,6 +28,7 @@ const store: SlotStore = {
   compact: async () => 'empty',
   lock: async () => true,
   unlock: async () => undefined,
+  unstore: async () => undefined,
 };
 const announced = new Map<string, number>();
 const outside = outsidePlants(

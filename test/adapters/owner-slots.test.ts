@@ -73,6 +73,11 @@ const fakeStore = () => {
     },
     lock: async () => true,
     unlock: async () => undefined,
+    unstore: async (owner, plant, slot) => {
+      count('unstore');
+      const found = of(owner).find(([, d]) => d.slot === slot && d.plant.id === plant.id);
+      if (found !== undefined) docs.delete(found[0]);
+    },
   };
   const remove = (owner: string, id: number): number => {
     const found = of(owner).find(([, d]) => d.plant.id === BigInt(id));
@@ -98,7 +103,7 @@ const fakeStore = () => {
     { logger: quietLogger, viewMs: 0, heartbeatMs: 10_000, expiryMs: 60_000, retryMs: 0, cap: 1000 },
   );
   const slotsOf = (budgetBytes = 1 << 20) => ownerSlots(store, outside, { budgetBytes, fullRecheckMs: 60_000 });
-  return { store, sent, remove, seed, registry, slotsOf, countOf: (owner: string) => of(owner).length };
+  return { store, sent, remove, seed, registry, slotsOf, outside, docs, countOf: (owner: string) => of(owner).length };
 };
 
 const noDeadline = () => undefined;
@@ -272,6 +277,50 @@ test('an owner the sweep vouches for is not held up by a slow load: its create i
   release();
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.equal(await slots.insert('gina', 1000, plantOf(11), noDeadline, later()), { _tag: 'Inserted', count: 5 });
+});
+
+test('after two refusals a create tries three slots at once, and its plant is stored once', async () => {
+  const fake = fakeStore();
+  let refusals = 2;
+  let inFlight = 0;
+  let most = 0;
+  const store: SlotStore = {
+    ...fake.store,
+    insert: async (owner, plant, slot) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((resolve) => setImmediate(resolve));
+      inFlight--;
+      if (refusals > 0) {
+        refusals--;
+        return 'slot-taken'; // another process's plant, which this one has not seen
+      }
+      return fake.store.insert(owner, plant, slot);
+    },
+  };
+  const slots = ownerSlots(store, fake.outside, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  assert.is((await slots.insert('ines', 100, plantOf(1), noDeadline, later()))?._tag, 'Inserted');
+  assert.is(most, 3);
+  assert.is(fake.countOf('ines'), 1);
+});
+
+test('a plant stored twice by one create (the id index missing, not yet noticed) keeps one copy', async () => {
+  const fake = fakeStore();
+  let refusals = 2;
+  const store: SlotStore = {
+    ...fake.store,
+    insert: async (owner, plant, slot) => {
+      if (refusals-- > 0) return 'slot-taken';
+      fake.seed(owner, [slot]); // stored whatever the id: no (owner, id) index to refuse it
+      const [id, doc] = [...fake.docs.entries()].at(-1) as [string, { plant: Plant }];
+      fake.docs.set(id, { ...doc, owner, slot, plant });
+      return 'inserted';
+    },
+  };
+  const slots = ownerSlots(store, fake.outside, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+  assert.is((await slots.insert('jon', 100, plantOf(1), noDeadline, later()))?._tag, 'Inserted');
+  assert.is(fake.countOf('jon'), 1);
+  assert.is(fake.sent['unstore'], 2);
 });
 
 test('a create whose insert failed (unknown whether it landed) does not make the next create a 403 from that guess', async () => {

@@ -255,6 +255,9 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         throw e;
       }
     },
+    unstore: async (owner, p, slot) => {
+      await collection.deleteOne({ owner, slot, id: p.id }, { writeConcern, maxTimeMS });
+    },
     find: (owner, p) => findStored(owner, p.id),
     move: (moves) =>
       Promise.all(

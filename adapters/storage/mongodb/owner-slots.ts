@@ -47,6 +47,8 @@ export const outsideSlot = (): number => OUTSIDE_FROM + randomInt(2 ** 48 - 1);
 
 /** Rounds of "choose a free slot, insert into it" before a create gives up as contended (the caller answers 503). */
 const MAX_ROUNDS = 32;
+/** Slots a create tries at once after two refusals (see `insert`). */
+const PROBES = 3;
 /** Collisions since the last load after which a load is due, however recent it was. */
 const RELOAD_AFTER_COLLISIONS = 8;
 /** Slots a bitset covers at most (128 KiB); above that, slots beyond are chosen at random and not remembered. */
@@ -85,6 +87,11 @@ export interface SlotStore {
   readonly hasOutside: (owner: string, max: number) => Promise<boolean>;
   /** Inserts the plant into that slot. */
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<SlotAttempt>;
+  /**
+   * Deletes the plant this process just stored in `slot`, and nothing else (the owner, slot and id all match): a second
+   * copy of one create, stored only while the (owner, id) index was missing (see `insert`).
+   */
+  readonly unstore: (owner: string, plant: Plant, slot: number) => Promise<void>;
   /** The plant stored under that owner and id, if any. */
   readonly find: (owner: string, plant: Plant) => Promise<Plant | undefined>;
   /** Moves each plant (by `_id`) to its slot, in one round trip; answers, per move, whether the slot was free. */
@@ -466,38 +473,71 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     /** The count, when this process has loaded the owner (otherwise it knows only what it stored itself). */
     const counted = (): { count?: number } => (state.complete ? { count: state.count } : {});
     let collisions = 0;
-    let lookedUp = false;
     let triedLast = false;
     /** Slots this create reserved and found refused without being told by which index (FerretDB). */
     const unsure: number[] = [];
     let lastUnsureAt = 0;
-    const exists = async (): Promise<InsertOutcome | undefined> => {
-      lookedUp = true;
-      const stored = await store.find(owner, plant);
-      if (stored === undefined) return undefined;
-      // The id refused them, not another plant: they are free as far as this create knows.
-      for (const slot of unsure) state.unmark(slot);
-      return { _tag: 'Exists', stored, ...counted() };
+    /** The id's lookup, sent beside further inserts once refusals point at it (FerretDB); its answer once back. */
+    let lookup: Promise<void> | undefined;
+    let lookedUp: { readonly stored: Plant | undefined; readonly unsure: number } | undefined;
+    /** The lookup said no plant is stored under the id (as of when it read): later refusals are other plants'. */
+    let idFree = false;
+    const lookUp = (): Promise<void> =>
+      (lookup ??= (async () => {
+        const before = unsure.length;
+        try {
+          lookedUp = { stored: await store.find(owner, plant), unsure: before };
+        } catch (e) {
+          lookup = undefined; // the next need asks again
+          throw e;
+        }
+      })());
+    /** What the lookup answered: `Exists` when the id refused this create; otherwise the refusals it covers are slots'. */
+    const looked = (): InsertOutcome | undefined => {
+      if (lookedUp === undefined) return undefined;
+      const { stored, unsure: covered } = lookedUp;
+      if (stored !== undefined) {
+        // The id refused them, not another plant: they are free as far as this create knows.
+        for (const slot of unsure) state.unmark(slot);
+        return { _tag: 'Exists', stored, ...counted() };
+      }
+      unsure.splice(0, covered);
+      idFree = true;
+      lookup = undefined;
+      lookedUp = undefined;
+      return undefined;
     };
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
+      const found = looked();
+      if (found !== undefined) return found;
       // Not known free of outside plants, unless it is known full anyway (kept over a lowered bound).
       if (!state.clean && !(fresh(state) && state.full)) {
         // An owner the sweep named is loaded at once: a look would only say what the sweep said.
         await admit(owner, state, room || known.risky?.has(owner) === true, check);
         if (state.clean) known.risky?.delete(owner);
       }
-      let slot = state.clean ? state.choose() : undefined;
-      const reserved = slot !== undefined;
-      if (slot === undefined) {
+      // After two refusals this process's view of the owner is behind others' creates: several slots at once, each
+      // at random among those believed free. The plant lands in one at most (the unique id), and a round trip to the
+      // server (hundreds of ms on a busy FerretDB) is what a create runs out of. Not while refusals may be the id's.
+      const slots: number[] = [];
+      for (let n = collisions >= 2 && unsure.length === 0 ? PROBES : 1; state.clean && slots.length < n;) {
+        if (slots.length > 0) state.jump();
+        const slot = state.choose();
+        if (slot === undefined) break;
+        slots.push(slot);
+      }
+      const reserved = slots.length > 0;
+      if (!reserved) {
         // Looks full (or keeps outside plants it cannot move in). A full owner's room freed by a delete is in its last
         // slot (see `freed`): try that once.
         if (state.clean && !triedLast && state.max <= BITSET_SLOTS) {
           triedLast = true;
-          slot = max - 1;
+          slots.push(max - 1);
         } else {
-          if (!lookedUp) {
-            const found = await exists();
+          if (!idFree) {
+            await lookUp();
+            const found = looked();
             if (found !== undefined) return found;
           }
           const refused = { _tag: 'OwnerFull', count: state.count } as const;
@@ -516,63 +556,82 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
         }
       }
       check();
-      let attempt: SlotAttempt;
-      try {
-        attempt = await store.insert(owner, plant, slot);
-      } catch (e) {
-        // Whether the plant landed is unknown: its slot stays marked taken (never fewer plants counted than stored),
-        // and the next create that finds the owner full looks again rather than answer 403 from this guess.
-        state.loadedAt = 0;
-        throw e;
-      }
-      if (attempt === 'inserted') {
-        state.mark(slot);
+      const attempts = await Promise.allSettled(slots.map((slot) => store.insert(owner, plant, slot)));
+      const landed = attempts.findIndex((a) => a.status === 'fulfilled' && a.value === 'inserted');
+      if (landed >= 0) {
+        state.mark(slots[landed] as number); // (a full owner's last slot was not reserved)
+        for (const [i, a] of attempts.entries()) {
+          const slot = slots[i] as number;
+          // A refusal beside it that names no index may have been this very plant's id: believed free again.
+          if (a.status === 'fulfilled' && a.value === 'taken') state.unmark(slot);
+          // Stored twice: only while the (owner, id) index is missing (dropped, not yet noticed: Index drift).
+          if (i !== landed && a.status === 'fulfilled' && a.value === 'inserted')
+            await store.unstore(owner, plant, slot);
+        }
         return { _tag: 'Inserted', ...counted() };
       }
-      // Refused: by another plant in that slot, or (FerretDB does not say which index refused) perhaps by the id.
-      if (attempt === 'taken' && reserved) {
-        unsure.push(slot);
-        lastUnsureAt = Date.now();
+      const failed = attempts.find((a) => a.status === 'rejected');
+      if (failed !== undefined) {
+        // Whether the plant landed is unknown: its slots stay marked taken (never fewer plants counted than stored),
+        // and the next create that finds the owner full looks again rather than answer 403 from this guess.
+        state.loadedAt = 0;
+        throw failed.reason;
       }
-      if (attempt === 'taken' && !reserved) {
+      for (const [i, a] of attempts.entries()) {
+        // Refused: by another plant in that slot, or (FerretDB does not say which index refused) perhaps by the id.
+        if (a.status === 'fulfilled' && a.value === 'taken' && !idFree && reserved) {
+          unsure.push(slots[i] as number);
+          lastUnsureAt = Date.now();
+        }
+        collisions++;
+        state.collisionsSinceLoad++;
+      }
+      if (!reserved) {
         // The last slot, tried as a full owner's room: the id is looked up before anything else.
-        const found = await exists();
-        if (found !== undefined) return found;
+        state.mark(max - 1);
+        if (attempts[0]?.status === 'fulfilled' && attempts[0].value === 'taken' && !idFree) {
+          await lookUp();
+          const found = looked();
+          if (found !== undefined) return found;
+        }
+        continue;
       }
-      state.mark(slot);
-      collisions++;
-      state.collisionsSinceLoad++;
       if (collisions < 2) {
         // Once, another slot: an owner well below its bound rarely refuses two.
         state.jump();
         continue;
       }
       // Two refusals or more in this create. When this process knew nothing of the owner, loaded it a while ago, or
-      // has seen others take many slots since, it loads the owner again (one read, in the background). It waits for that
-      // load (within half the time it has left) only when it never loaded the owner, or after 4 refusals: otherwise
-      // another slot at random is likelier free than the load is quick (on FerretDB a load is a scan of the
-      // collection, seconds under load, and creates that waited for it ran out of time).
+      // has seen others take many slots since, it loads the owner again, in the background: on FerretDB a load is a
+      // scan of the collection, seconds under load, and creates that waited for it ran out of time while slots at
+      // random would have served. It waits for that load (within half the time it has left) once refusals say its
+      // view is far off: after 4 in this create when it never loaded the owner, after 8 when it did (the owner filled
+      // up through other processes; the load then finds the last free slots, or says it is full).
       if (!state.complete || !fresh(state) || state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS) {
         loadSoon(owner, state);
       }
-      if (!state.complete || collisions >= 4) {
+      if (collisions >= (state.complete ? 8 : 4)) {
         check();
         await within(state.loading, giveUpAt);
       }
       if (unsure.length > 0) {
         // Refusals without the index named (FerretDB): a load that ended after them tells which were another plant's
-        // slots; one that shows a refused slot free points at the id, as do 3 refusals not told apart. Then the id is
-        // looked up; an identical retry or a 409 thus costs at most 3 inserts and a find, or 2, a load and a find.
+        // slots. One that shows a refused slot free points at the id, as do 2 refusals not told apart: then the id is
+        // looked up (waited for within half the time left; an identical retry or a 409 costs 2 inserts and a find).
+        // Once it says no plant has the id, later refusals in this create are other plants' slots.
         const told = state.complete && state.loadedAt >= lastUnsureAt;
-        if ((told && unsure.some((s) => !state.has(s))) || (!told && unsure.length >= 3)) {
-          const found = await exists();
+        if (told && !unsure.some((s) => !state.has(s))) unsure.length = 0;
+        else {
+          const asked = lookUp();
+          asked.catch(() => undefined);
+          await within(asked, giveUpAt);
+          const found = looked();
           if (found !== undefined) return found;
-          unsure.length = 0;
-        } else if (told) unsure.length = 0;
+        }
       }
       state.jump();
     }
-    return undefined;
+    return looked();
   };
 
   /** No bound: a random outside slot, from a space where two creates practically never meet. */

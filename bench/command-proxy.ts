@@ -29,6 +29,8 @@ export interface CommandCounts {
   byName: Record<string, number>;
   /** Commands by the sending client's appName (`-` when it gave none), then by name. */
   byApp: Record<string, Record<string, number>>;
+  /** Answered commands by name: milliseconds from the command to its reply, in all and at most. */
+  answeredMs: Record<string, { n: number; total: number; max: number }>;
 }
 
 /** Nothing counted yet. */
@@ -39,6 +41,7 @@ export const noCounts = (): CommandCounts => ({
   monitoring: 0,
   byName: {},
   byApp: {},
+  answeredMs: {},
 });
 
 /** Adds `b` into `a`. */
@@ -51,6 +54,12 @@ export const addCounts = (a: CommandCounts, b: CommandCounts): void => {
   for (const [app, names] of Object.entries(b.byApp)) {
     const into = (a.byApp[app] ??= {});
     for (const [name, n] of Object.entries(names)) into[name] = (into[name] ?? 0) + n;
+  }
+  for (const [name, t] of Object.entries(b.answeredMs)) {
+    const into = (a.answeredMs[name] ??= { n: 0, total: 0, max: 0 });
+    into.n += t.n;
+    into.total += t.total;
+    into.max = Math.max(into.max, t.max);
   }
 };
 
@@ -118,7 +127,8 @@ export const startCommandProxy = async (targetPort: number, targetHost = '127.0.
 
   const entrance = async (label: string): Promise<Entrance> => {
     let counts = noCounts();
-    const unanswered = new Set<string>();
+    /** Commands sent and not answered yet: their name and when they were sent. */
+    const unanswered = new Map<string, { readonly name: string; readonly at: number }>();
     let lastActivity = performance.now();
     let nextConnection = 0;
     const server = createServer((client: Socket) => {
@@ -146,10 +156,19 @@ export const startCommandProxy = async (targetPort: number, targetHost = '127.0.
         if (name === 'find') counts.finds++;
         // moreToCome (bit 1): no reply will come.
         if (!(message.readInt32LE(12) === OP_MSG && message.readUInt32LE(16) & 2))
-          unanswered.add(key(message.readInt32LE(4)));
+          unanswered.set(key(message.readInt32LE(4)), { name, at: performance.now() });
       });
       const readDown = framer((message) => {
-        if (unanswered.delete(key(message.readInt32LE(8)))) lastActivity = performance.now();
+        const k = key(message.readInt32LE(8));
+        const sent = unanswered.get(k);
+        if (sent === undefined) return;
+        unanswered.delete(k);
+        lastActivity = performance.now();
+        const took = lastActivity - sent.at;
+        const t = (counts.answeredMs[sent.name] ??= { n: 0, total: 0, max: 0 });
+        t.n++;
+        t.total += took;
+        t.max = Math.max(t.max, took);
       });
       client.on('data', (chunk: Buffer) => {
         upstream.write(chunk);
@@ -165,7 +184,7 @@ export const startCommandProxy = async (targetPort: number, targetHost = '127.0.
         sockets.delete(client);
         sockets.delete(upstream);
         // A command cut with its connection is answered by nothing: it no longer counts as in flight.
-        for (const k of [...unanswered]) if (k.startsWith(`${connection}:`)) unanswered.delete(k);
+        for (const k of [...unanswered.keys()]) if (k.startsWith(`${connection}:`)) unanswered.delete(k);
       };
       client.on('close', close);
       upstream.on('close', close);

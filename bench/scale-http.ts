@@ -13,7 +13,8 @@
  *      (`MONGODB_SLOTS_MEMORY_BYTES` sized as bench:scale sizes it, to hold 80 owners), chosen uniformly, by Zipf
  *      (s = 1) and round-robin, and, for reference, only the 80 held (what HTTP costs without the many owners);
  *      creates/s side by side with the bare driver's insertOne through the same proxy (half-second slices in turn,
- *      same collection, 16 clients each), commands, finds and loads per create, p50 latency. Fresh processes for each
+ *      same collection, 16 clients each), commands, finds and loads per create, p50 latency, CPU per create (the
+ *      services', from /proc, and this process's, beside a bare insert's: the HTTP side's ceiling). Fresh processes for each
  *      distribution, measured once each has created for the 80 owners its budget holds and its start-up work on the
  *      collection is done (the proxy saw none of its commands unanswered for 700 ms);
  *   b. 1,000 owners first seen empty and grown through one process (round-robin, one plant each a pass): its heap
@@ -32,13 +33,14 @@
  * Throughput on a shared machine is noisy: compare ratios within one run (a's bare and HTTP slices alternate).
  */
 import { randomInt, randomUUID } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { MongoClient, ObjectId } from 'mongodb';
 import { freePort } from '../harness/servers.js';
-import { runNode, type Started } from '../test/support/process.js';
 import { cpuSecondsOf } from './cpu.js';
 import { addCounts, noCounts, startCommandProxy, type CommandCounts } from './command-proxy.js';
 import { serviceEnv } from './service-env.js';
@@ -102,10 +104,17 @@ const table: Array<[string, string, string, string]> = [];
 
 interface Service {
   readonly port: number;
-  readonly run: Started;
+  readonly child: ChildProcess;
+  readonly exited: Promise<unknown>;
   /** Milliseconds from the spawn to /readyz answering 200. */
   readonly readyMs: number;
 }
+
+const dist = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** Whatever of the services still runs when this process exits, however it ends, is killed. */
+const children = new Set<ChildProcess>();
+process.once('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => process.exit(1));
 
 const tokenOf = (owner: string) => `tk-${owner}`;
 
@@ -131,22 +140,33 @@ const startService = async (db: string, tokens: string, extra: Record<string, st
   const port = await freePort();
   const { PORT, HOST, LOG_LEVEL } = serviceEnv(port) as Record<'PORT' | 'HOST' | 'LOG_LEVEL', string>;
   const t0 = performance.now();
-  const run = runNode('bootstrap/main.js', {
-    PORT,
-    HOST,
-    LOG_LEVEL,
-    STORAGE: 'mongodb',
-    MONGODB_URI: services.uri,
-    MONGODB_DB: db,
-    AUTH: 'static',
-    AUTH_TOKENS_FILE: tokens,
-    MAX_PLANTS_PER_OWNER: String(P.quota),
-    ...extra,
+  const child = spawn(process.execPath, [join(dist, 'bootstrap/main.js')], {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      PORT,
+      HOST,
+      LOG_LEVEL,
+      STORAGE: 'mongodb',
+      MONGODB_URI: services.uri,
+      MONGODB_DB: db,
+      AUTH: 'static',
+      AUTH_TOKENS_FILE: tokens,
+      MAX_PLANTS_PER_OWNER: String(P.quota),
+      ...extra,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
+  const exited = new Promise((resolve) => child.once('exit', resolve)).then(() => children.delete(child));
+  // The log is read and dropped, its last lines kept to say why a process did not start.
+  let tail = '';
+  const keep = (chunk: Buffer) => (tail = (tail + chunk.toString('utf8')).slice(-4000));
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
   for (;;) {
-    if (run.child.exitCode !== null) throw new Error(`the service exited ${run.child.exitCode}: ${run.stderr()}`);
-    if ((await get(port, '/readyz').catch(() => 0)) === 200) return { port, run, readyMs: ms(t0) };
-    if (ms(t0) > 300_000) throw new Error(`the service was not ready within 300 s: ${run.stdout().slice(-2000)}`);
+    if (child.exitCode !== null) throw new Error(`the service exited ${child.exitCode}: ${tail}`);
+    if ((await get(port, '/readyz')) === 200) return { port, child, exited, readyMs: ms(t0) };
+    if (ms(t0) > 300_000) throw new Error(`the service was not ready within 300 s: ${tail}`);
     await sleep(50);
   }
 };
@@ -155,9 +175,9 @@ const startFleet = (n: number, db: string, tokens: string, extra: Record<string,
   Promise.all(Array.from({ length: n }, () => startService(db, tokens, extra)));
 
 const stopService = async (s: Service) => {
-  if (s.run.child.exitCode !== null || s.run.child.signalCode !== null) return;
-  s.run.child.kill('SIGTERM');
-  await s.run.exited;
+  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
+  s.child.kill('SIGTERM');
+  await s.exited;
 };
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -237,7 +257,7 @@ const memoryOf = async (s: Service) => {
  */
 const heapAfterGc = async (s: Service, dir: string) => {
   const before = new Set(readdirSync(dir));
-  s.run.child.kill('SIGUSR2');
+  s.child.kill('SIGUSR2');
   let written: string | undefined;
   const t0 = performance.now();
   while ((written = readdirSync(dir).find((f) => !before.has(f))) === undefined) {
@@ -386,7 +406,7 @@ const manyOwners = async () => {
         const u = process.cpuUsage();
         return (u.user + u.system) / 1e6;
       };
-      const servicesCpu = () => fleet.reduce((total, s) => total + (cpuSecondsOf(s.run.child.pid) ?? NaN), 0);
+      const servicesCpu = () => fleet.reduce((total, s) => total + (cpuSecondsOf(s.child.pid) ?? NaN), 0);
       for (let slice = 0; slice < P.seconds * 2; slice++) {
         bareEntrance.reset();
         let ownAt = own();

@@ -40,6 +40,11 @@ export interface MongoOptions {
   /** Least time between two loads of an owner that looks full (default 1 s). */
   readonly fullRecheckMs?: number;
   /**
+   * The bound this service creates under (MAX_PLANTS_PER_OWNER), when there is one: its sweep for outside plants, or
+   * the record of the last one (outside-plants.ts), starts with the process rather than with its first create.
+   */
+  readonly maxPlantsPerOwner?: number;
+  /**
    * Bound on one load of an owner's slots (default 30 s). A load outlives the request that started it: on FerretDB's
    * SQLite handler it reads the whole collection, which can take longer than a request may wait, and the requests
    * after it need its answer. It runs on a connection pool of its own, whose socket timeout is this bound.
@@ -224,14 +229,15 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   };
 
   const locks = db.collection<{ _id: string; at: Date }>(LOCKS_COLLECTION);
+  /** Connects the loads' pool explicitly, as the main client is (see ensureReady). */
+  const connectLoads = () =>
+    (loadConnected ??= loadClient.connect().catch((e: unknown) => {
+      loadConnected = undefined;
+      throw e;
+    }));
   const slotStore: SlotStore = {
     load: async (owner, max) => {
-      // Connected explicitly, as the main client is (see ensureReady).
-      loadConnected ??= loadClient.connect().catch((e: unknown) => {
-        loadConnected = undefined;
-        throw e;
-      });
-      await loadConnected;
+      await connectLoads();
       return (
         loadCollection
           // One reply for an owner within its bound (no getMore); an owner above it (a lowered bound) takes more.
@@ -242,9 +248,15 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
           .toArray()
       );
     },
-    // An index seek on (owner, slot) on MongoDB: one key at most is read.
-    hasOutside: async (owner, max) =>
-      (await collection.findOne({ owner, slot: { $gte: max } }, { projection: { _id: 1 }, maxTimeMS })) !== null,
+    // An index seek on (owner, slot) on MongoDB: one key at most is read. On the loads' pool (4 connections): on FerretDB
+    // it is a scan of the collection, and the first creates of many owners while a first sweep runs would otherwise
+    // crowd the server with scans (the sweep's among them) until every one of them ran out of time.
+    hasOutside: async (owner, max) => {
+      await connectLoads();
+      return (
+        (await loadCollection.findOne({ owner, slot: { $gte: max } }, { projection: { _id: 1 }, maxTimeMS })) !== null
+      );
+    },
     insert: async (owner, p, slot) => {
       const doc: PlantDocument = { _id: new ObjectId(), owner, slot, ...p };
       try {
@@ -467,6 +479,14 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     if (e instanceof IndexUnusable) return;
     logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'storage not reachable yet; will retry on demand');
   });
+
+  // Under a bound known at start, the sweep for outside plants (or its record) is under way before the first create.
+  const bound = options.maxPlantsPerOwner;
+  if (bound !== undefined && bound > 0) {
+    void ensureReady('both')
+      .then(() => outside.before(bound, index.slotsGeneration()))
+      .catch(() => undefined); // the first create asks again
+  }
 
   // A running service notices a dropped index or collection within indexRecheckMs, without a request asking.
   const recheckTimer = setInterval(

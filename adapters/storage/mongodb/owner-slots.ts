@@ -604,13 +604,14 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       // Two refusals or more in this create. When this process knew nothing of the owner, loaded it a while ago, or
       // has seen others take many slots since, it loads the owner again, in the background: on FerretDB a load is a
       // scan of the collection, seconds under load, and creates that waited for it ran out of time while slots at
-      // random would have served. It waits for that load (within half the time it has left) once refusals say its
-      // view is far off: after 4 in this create when it never loaded the owner, after 8 when it did (the owner filled
-      // up through other processes; the load then finds the last free slots, or says it is full).
+      // random would have served (filling an owner across 3 processes: 2 answered 503 without the wait, 23 waiting
+      // after 8 refusals, 60 after 4). Slots found taken meanwhile are marked, and an owner believed full is answered
+      // as below. It waits for the load (within half the time it has left) only after 4 refusals of an owner it never
+      // loaded: it knows nothing of the owner's fill then.
       if (!state.complete || !fresh(state) || state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS) {
         loadSoon(owner, state);
       }
-      if (collisions >= (state.complete ? 8 : 4)) {
+      if (!state.complete && collisions >= 4) {
         check();
         await within(state.loading, giveUpAt);
       }
@@ -631,7 +632,8 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       }
       state.jump();
     }
-    return looked();
+    // Out of time. Believed full on a load: refused on it, as above when a reload is too slow.
+    return looked() ?? (state.complete && state.full ? { _tag: 'OwnerFull', count: state.count } : undefined);
   };
 
   /** No bound: a random outside slot, from a space where two creates practically never meet. */

@@ -27,6 +27,13 @@ const requests = Number(process.argv[4] ?? 5000);
 const warmUp = Number(process.argv[5] ?? 20000);
 /** Fewer than the CPU bench's 32: under valgrind a request takes milliseconds, and autocannon gives up after 10 s. */
 const connections = Number(process.env['CONNECTIONS'] ?? 8);
+/**
+ * V8 flags of the counted server: by default `--single-threaded` (no concurrent compiler or GC threads: V8 compiles and
+ * collects on the main thread, so when code gets optimized, and how much GC work is done, no longer depends on how
+ * busy the machine's other cores are; on 2026-11-25 a build's count moved from 180,101 to 280,202 between a load average
+ * of 6 and 14 without it, mostly compiler and GC threads). NODE_FLAGS='' counts with V8's defaults.
+ */
+const nodeFlags = (process.env['NODE_FLAGS'] ?? '--single-threaded').split(' ').filter((f) => f !== '');
 const here = join(dirname(fileURLToPath(import.meta.url)), '..');
 const project = resolve(here, '..');
 
@@ -47,6 +54,7 @@ const server = spawn(
     '--instr-atstart=no',
     `--callgrind-out-file=${join(workDir, 'callgrind.out.%p')}`,
     process.execPath,
+    ...nodeFlags,
     target.endsWith('.mjs') ? target : join(target, 'bootstrap/main.js'),
   ],
   {

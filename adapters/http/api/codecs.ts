@@ -217,4 +217,13 @@ const contractShape = (p: Plant): { readonly [K in PlantField]: Plant[K] } => ({
 
 export const plantJson = (p: Plant): string => JSON.stringify(contractShape(p));
 
-export const plantsJson = (plants: readonly Plant[]): string => JSON.stringify(plants.map(contractShape));
+/**
+ * The shapes are pushed one by one into a packed array rather than `plants.map(contractShape)`: in the server, `map`'s
+ * result reached JSON.stringify holey, and JSON.stringify walks a holey array on its slow path, an element lookup at a
+ * time (callgrind, GET of 20 plants, 2026-11-25: about 3,100 instructions a request, 1.7%; docs/performance.md).
+ */
+export const plantsJson = (plants: readonly Plant[]): string => {
+  const shapes: Array<ReturnType<typeof contractShape>> = [];
+  for (const p of plants) shapes.push(contractShape(p));
+  return JSON.stringify(shapes);
+};

@@ -283,13 +283,13 @@ export class OwnerState {
   }
 }
 
-/** Waits for `work` (if any), at most half the time left until `giveUpAt`; its failure is its owner's to report. */
-const within = async (work: Promise<void> | undefined, giveUpAt: number): Promise<void> => {
+/** Waits for `work` (if any), at most `share` (half) of the time left until `giveUpAt`; its failure is its owner's to report. */
+const within = async (work: Promise<void> | undefined, giveUpAt: number, share = 1 / 2): Promise<void> => {
   if (work === undefined) return;
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
     work.catch(() => undefined),
-    new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, (giveUpAt - Date.now()) / 2)))),
+    new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, (giveUpAt - Date.now()) * share)))),
   ]);
   clearTimeout(timer);
 };
@@ -460,13 +460,14 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     if (!state.clean && known.risky !== undefined && !known.risky.has(owner)) {
       // The sweep found no outside plant of this owner, and none has come into being since (one bound in force): no
       // look. With room in the budget the owner is loaded all the same: its count, and where its room is, are worth one
-      // read per owner and process. That read is waited for within half the time this create has left, and goes on in
-      // the background beyond (on FerretDB a load is a scan of the collection, and the first creates of many owners
-      // after a restart would queue on them until they answer 503). Without room, loads would only push each other out.
+      // read per owner and process. That read is waited for within an eighth of the time this create has left (enough
+      // for an index read on MongoDB), and goes on in the background beyond: on FerretDB a load is a scan of the
+      // collection, and the first creates of 20 owners after a restart, waiting half their time for it, answered 503
+      // (9 of 20); slots at random serve them meanwhile. Without room, loads would only push each other out.
       state.clean = true;
       if (room) {
         loadSoon(owner, state);
-        await within(state.loading, giveUpAt);
+        await within(state.loading, giveUpAt, 1 / 8);
         check();
       }
     }

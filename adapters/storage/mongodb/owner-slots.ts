@@ -478,7 +478,7 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     /** Slots this create reserved and found refused without being told by which index (FerretDB). */
     const unsure: number[] = [];
     let lastUnsureAt = 0;
-    /** The id's lookup, sent beside further inserts once refusals point at it (FerretDB); its answer once back. */
+    /** The id's lookup, once refusals point at it (FerretDB), shared by whatever waits for it; its answer once back. */
     let lookup: Promise<void> | undefined;
     let lookedUp: { readonly stored: Plant | undefined; readonly unsure: number } | undefined;
     /** The lookup said no plant is stored under the id (as of when it read): later refusals are other plants'. */
@@ -633,8 +633,12 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       }
       state.jump();
     }
-    // Out of time. Believed full on a load: refused on it, as above when a reload is too slow.
-    return looked() ?? (state.complete && state.full ? { _tag: 'OwnerFull', count: state.count } : undefined);
+    // Out of time. Believed full on a load, every refusal since told apart from the id's: refused on it, as above when a
+    // reload is too slow.
+    return (
+      looked() ??
+      (state.complete && state.full && unsure.length === 0 ? { _tag: 'OwnerFull', count: state.count } : undefined)
+    );
   };
 
   /** No bound: a random outside slot, from a space where two creates practically never meet. */

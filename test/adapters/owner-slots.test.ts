@@ -323,6 +323,24 @@ test('a plant stored twice by one create (the id index missing, not yet noticed)
   assert.is(fake.sent['unstore'], 2);
 });
 
+test('a create out of time once refusals filled what it loaded is refused with the count, not left unanswered', async () => {
+  const fake = fakeStore();
+  fake.seed('kim', [0, 1]);
+  const slots = ownerSlots(
+    { ...fake.store, insert: async (...a) => (await new Promise((r) => setTimeout(r, 60)), fake.store.insert(...a)) },
+    fake.outside,
+    { budgetBytes: 1 << 20, fullRecheckMs: 60_000 },
+  );
+  assert.equal(await slots.insert('kim', 4, plantOf(1), noDeadline, later()), { _tag: 'Inserted', count: 3 });
+  const taken = new Set([...fake.docs.values()].filter((d) => d.owner === 'kim').map((d) => d.slot));
+  fake.seed(
+    'kim',
+    [0, 1, 2, 3].filter((slot) => !taken.has(slot)),
+  ); // another process took the last free slot
+  const outcome = await slots.insert('kim', 4, plantOf(2), noDeadline, Date.now() + 100);
+  assert.equal(outcome, { _tag: 'OwnerFull', count: 4 });
+});
+
 test('a create whose insert failed (unknown whether it landed) does not make the next create a 403 from that guess', async () => {
   const fake = fakeStore();
   let failNext = false;

@@ -327,7 +327,14 @@ test('a create out of time once refusals filled what it loaded is refused with t
   const fake = fakeStore();
   fake.seed('kim', [0, 1]);
   const slots = ownerSlots(
-    { ...fake.store, insert: async (...a) => (await new Promise((r) => setTimeout(r, 60)), fake.store.insert(...a)) },
+    {
+      ...fake.store,
+      insert: async (...a) => {
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        const attempt = await fake.store.insert(...a);
+        return attempt === 'slot-taken' ? 'taken' : attempt; // FerretDB: the index not named, so the id is looked up
+      },
+    },
     fake.outside,
     { budgetBytes: 1 << 20, fullRecheckMs: 60_000 },
   );
@@ -339,6 +346,43 @@ test('a create out of time once refusals filled what it loaded is refused with t
   ); // another process took the last free slot
   const outcome = await slots.insert('kim', 4, plantOf(2), noDeadline, Date.now() + 100);
   assert.equal(outcome, { _tag: 'OwnerFull', count: 4 });
+});
+
+test('an identical create landing after the id was looked up makes this one Exists, never a 403 from its refusals', async () => {
+  // FerretDB-like: every refusal is 'taken', the index not named. Five slots of 8 are others', which this process
+  // has not seen; the lookup of the id reads "none", and an identical create elsewhere lands just after that read.
+  const outcomes = new Set<string>();
+  for (let run = 0; run < 50; run++) {
+    const taken = new Map<number, bigint>(Array.from({ length: 5 }, (_, slot) => [slot, BigInt(100 + slot)]));
+    let loads = 0;
+    let raced = false;
+    const store: SlotStore = {
+      ...fakeStore().store,
+      load: async () => (loads++ === 0 ? [] : [...taken].map(([slot, id]) => ({ _id: String(id), slot }))),
+      insert: async (_owner, plant, slot) => {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (taken.has(slot) || [...taken.values()].includes(plant.id)) return 'taken';
+        taken.set(slot, plant.id);
+        return 'inserted';
+      },
+      find: async (_owner, plant) => {
+        const stored = [...taken.values()].includes(plant.id) ? plant : undefined;
+        if (!raced) {
+          raced = true;
+          setImmediate(() => {
+            const free = [...Array(8).keys()].find((slot) => !taken.has(slot));
+            if (free !== undefined) taken.set(free, plant.id);
+          });
+        }
+        return stored;
+      },
+    };
+    const slots = ownerSlots(store, fakeStore().outside, { budgetBytes: 1 << 20, fullRecheckMs: 60_000 });
+    const outcome = await slots.insert('lena', 8, plantOf(1), noDeadline, later());
+    outcomes.add(outcome?._tag ?? 'none');
+    assert.ok(outcome?._tag === 'Inserted' || (raced && outcome?._tag === 'Exists'), `run ${run}: ${outcome?._tag}`);
+  }
+  assert.ok(outcomes.has('Exists'), 'the race was met');
 });
 
 test('a create whose insert failed (unknown whether it landed) does not make the next create a 403 from that guess', async () => {

@@ -123,6 +123,8 @@ export class OwnerState {
   /** Whether the state holds every plant of the owner as of a load (`loadedAt`), with this process's changes since. */
   complete = false;
   loadedAt = 0;
+  /** When the last load began: a refusal before it is in what it read (one after, only as this process marked it). */
+  readFrom = 0;
   /** Slots found taken since the last load (others' creates this process did not know of). */
   collisionsSinceLoad = 0;
   /** Where the next create looks for a free slot. */
@@ -132,7 +134,7 @@ export class OwnerState {
   outsideCount = 0;
   /** The load running now, shared by every create of the owner here; the slots marked and freed while it runs. */
   loading: Promise<void> | undefined;
-  private duringLoad: { readonly marked: Set<number>; readonly freed: Set<number> } | undefined;
+  private duringLoad: { readonly marked: Set<number>; readonly freed: Set<number>; readonly began: number } | undefined;
   /** The admission running now (a look, or moves of outside plants): one at a time per owner here. */
   admitting: Promise<void> | undefined;
 
@@ -273,13 +275,14 @@ export class OwnerState {
     for (const slot of during?.freed ?? []) this.unmark(slot);
     this.complete = true;
     this.loadedAt = Date.now();
+    this.readFrom = during?.began ?? 0;
     this.collisionsSinceLoad = 0;
     if (this.outsideCount === 0) this.clean = true;
   }
 
   /** Starts recording marks for a load about to be sent (see `fill`). */
   beginLoad(): void {
-    this.duringLoad = { marked: new Set(), freed: new Set() };
+    this.duringLoad = { marked: new Set(), freed: new Set(), began: Date.now() };
   }
 }
 
@@ -475,38 +478,53 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     const counted = (): { count?: number } => (state.complete ? { count: state.count } : {});
     let collisions = 0;
     let triedLast = false;
-    /** Slots this create reserved and found refused without being told by which index (FerretDB). */
+    /**
+     * Slots this create reserved and found refused without being told by which index (FerretDB), since the last lookup
+     * of the id read; `covering`: those refused before the lookup under way read, which its answer tells apart.
+     */
     const unsure: number[] = [];
+    let covering: number[] = [];
     let lastUnsureAt = 0;
-    /** The id's lookup, once refusals point at it (FerretDB), shared by whatever waits for it; its answer once back. */
+    /** The id's lookup, shared by whatever waits for it, and its answer once back. */
     let lookup: Promise<void> | undefined;
-    let lookedUp: { readonly stored: Plant | undefined; readonly unsure: number } | undefined;
-    /** The lookup said no plant is stored under the id (as of when it read): later refusals are other plants'. */
-    let idFree = false;
+    let answer: { readonly stored: Plant | undefined } | undefined;
+    /**
+     * A lookup in this create found no plant under the id. Later refusals are then taken for other plants' while
+     * choosing slots, but never for a 403: an identical create may land meanwhile, and refuse every slot this one tries.
+     */
+    let idFreeOnce = false;
     const lookUp = (): Promise<void> =>
       (lookup ??= (async () => {
-        const before = unsure.length;
+        covering = unsure.splice(0);
         try {
-          lookedUp = { stored: await store.find(owner, plant), unsure: before };
+          answer = { stored: await store.find(owner, plant) };
         } catch (e) {
-          lookup = undefined; // the next need asks again
+          unsure.unshift(...covering); // not told: the next lookup covers them
+          covering = [];
+          lookup = undefined;
           throw e;
         }
       })());
-    /** What the lookup answered: `Exists` when the id refused this create; otherwise the refusals it covers are slots'. */
+    /** What the lookup answered: `Exists` when a plant has the id; otherwise the refusals it covers were slots'. */
     const looked = (): InsertOutcome | undefined => {
-      if (lookedUp === undefined) return undefined;
-      const { stored, unsure: covered } = lookedUp;
+      if (answer === undefined) return undefined;
+      const { stored } = answer;
+      lookup = undefined;
+      answer = undefined;
       if (stored !== undefined) {
-        // The id refused them, not another plant: they are free as far as this create knows.
-        for (const slot of unsure) state.unmark(slot);
+        // The id refused them, not another plant (those since its read too): free as far as this create knows.
+        for (const slot of [...covering, ...unsure]) state.unmark(slot);
         return { _tag: 'Exists', stored, ...counted() };
       }
-      unsure.splice(0, covered);
-      idFree = true;
-      lookup = undefined;
-      lookedUp = undefined;
+      covering = [];
+      idFreeOnce = true;
       return undefined;
+    };
+    /** Before a 403: the id is looked up unless a lookup said it free and no refusal since could be the id's. */
+    const idTold = async (): Promise<InsertOutcome | undefined> => {
+      if (idFreeOnce && unsure.length === 0 && lookup === undefined) return undefined;
+      await lookUp();
+      return looked();
     };
     for (let round = 0; round < MAX_ROUNDS && Date.now() < giveUpAt; round++) {
       check();
@@ -522,7 +540,10 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       // at random among those believed free. The plant lands in one at most (the unique id), and a round trip to the
       // server (hundreds of ms on a busy FerretDB) is what a create runs out of. Not while refusals may be the id's.
       const slots: number[] = [];
-      for (let n = collisions >= 2 && unsure.length === 0 ? PROBES : 1; state.clean && slots.length < n;) {
+      for (
+        let n = collisions >= 2 && (unsure.length === 0 || idFreeOnce) ? PROBES : 1;
+        state.clean && slots.length < n;
+      ) {
         if (slots.length > 0) state.jump();
         const slot = state.choose();
         if (slot === undefined) break;
@@ -536,11 +557,8 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
           triedLast = true;
           slots.push(max - 1);
         } else {
-          if (!idFree) {
-            await lookUp();
-            const found = looked();
-            if (found !== undefined) return found;
-          }
+          const found = await idTold();
+          if (found !== undefined) return found;
           const refused = { _tag: 'OwnerFull', count: state.count } as const;
           if (fresh(state) && (state.full || !state.clean)) return refused;
           check();
@@ -565,9 +583,15 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
           const slot = slots[i] as number;
           // A refusal beside it that names no index may have been this very plant's id: believed free again.
           if (a.status === 'fulfilled' && a.value === 'taken') state.unmark(slot);
-          // Stored twice: only while the (owner, id) index is missing (dropped, not yet noticed: Index drift).
-          if (i !== landed && a.status === 'fulfilled' && a.value === 'inserted')
+          // A probe that failed beside it: its slot stays marked, a guess, so the next create that finds the owner
+          // full looks again rather than answer 403 from it.
+          if (a.status === 'rejected') state.loadedAt = 0;
+          // Stored twice: only while the (owner, id) index is missing (dropped, not yet noticed: Index drift). Should
+          // this delete fail, the create answers 503 and the copy stays, as any plant stored in that window does.
+          if (i !== landed && a.status === 'fulfilled' && a.value === 'inserted') {
             await store.unstore(owner, plant, slot);
+            state.unmark(slot);
+          }
         }
         return { _tag: 'Inserted', ...counted() };
       }
@@ -580,7 +604,7 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       }
       for (const [i, a] of attempts.entries()) {
         // Refused: by another plant in that slot, or (FerretDB does not say which index refused) perhaps by the id.
-        if (a.status === 'fulfilled' && a.value === 'taken' && !idFree && reserved) {
+        if (a.status === 'fulfilled' && a.value === 'taken' && reserved) {
           unsure.push(slots[i] as number);
           lastUnsureAt = Date.now();
         }
@@ -590,9 +614,8 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       if (!reserved) {
         // The last slot, tried as a full owner's room: the id is looked up before anything else.
         state.mark(max - 1);
-        if (attempts[0]?.status === 'fulfilled' && attempts[0].value === 'taken' && !idFree) {
-          await lookUp();
-          const found = looked();
+        if (attempts[0]?.status === 'fulfilled' && attempts[0].value === 'taken') {
+          const found = await idTold();
           if (found !== undefined) return found;
         }
         continue;
@@ -621,9 +644,10 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
         // slots. One that shows a refused slot free points at the id, as do 2 refusals not told apart: then the id is
         // looked up (waited for within half the time left; an identical retry or a 409 costs 2 inserts and a find).
         // Once it says no plant has the id, later refusals in this create are other plants' slots.
-        const told = state.complete && state.loadedAt >= lastUnsureAt;
+        // (A load that began after them: one under way at a refusal shows this create's own mark of that slot.)
+        const told = state.complete && state.readFrom > lastUnsureAt;
         if (told && !unsure.some((s) => !state.has(s))) unsure.length = 0;
-        else {
+        else if (!idFreeOnce) {
           const asked = lookUp();
           asked.catch(() => undefined);
           await within(asked, giveUpAt);
@@ -633,12 +657,13 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       }
       state.jump();
     }
-    // Out of time. Believed full on a load, every refusal since told apart from the id's: refused on it, as above when a
-    // reload is too slow.
-    return (
-      looked() ??
-      (state.complete && state.full && unsure.length === 0 ? { _tag: 'OwnerFull', count: state.count } : undefined)
-    );
+    // Out of time. Believed full on a load that no failed insert put in doubt, the id looked up and no refusal since
+    // possibly its: refused on that load, as above when a reload is too slow. Otherwise 503.
+    const found = looked();
+    if (found !== undefined) return found;
+    return state.complete && state.full && state.loadedAt > 0 && idFreeOnce && unsure.length === 0
+      ? { _tag: 'OwnerFull', count: state.count }
+      : undefined;
   };
 
   /** No bound: a random outside slot, from a space where two creates practically never meet. */

@@ -640,11 +640,12 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
         await within(state.loading, giveUpAt);
       }
       if (unsure.length > 0) {
-        // Refusals without the index named (FerretDB): a load that ended after them tells which were another plant's
-        // slots. One that shows a refused slot free points at the id, as do 2 refusals not told apart: then the id is
-        // looked up (waited for within half the time left; an identical retry or a 409 costs 2 inserts and a find).
-        // Once it says no plant has the id, later refusals in this create are other plants' slots.
-        // (A load that began after them: one under way at a refusal shows this create's own mark of that slot.)
+        // Refusals without the index named (FerretDB): a load that began after them tells which were another plant's
+        // slots (one under way at a refusal shows this create's own mark of that slot). One that shows a refused slot
+        // free points at the id, as do 2 refusals not told apart: then the id is looked up (waited for within half the
+        // time left; an identical retry or a 409 costs 2 inserts and a find). Once a lookup said no plant has the id,
+        // the slots are chosen as if later refusals were other plants', without another lookup per refusal; a 403
+        // still needs one (`idTold`).
         const told = state.complete && state.readFrom > lastUnsureAt;
         if (told && !unsure.some((s) => !state.has(s))) unsure.length = 0;
         else if (!idFreeOnce) {

@@ -39,12 +39,12 @@ import { Agent, request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MongoClient, ObjectId } from 'mongodb';
+import { MongoClient } from 'mongodb';
 import { freePort } from '../harness/servers.js';
 import { cpuSecondsOf } from './cpu.js';
 import { addCounts, noCounts, startCommandProxy, type CommandCounts } from './command-proxy.js';
 import { serviceEnv } from './service-env.js';
-import { arg, benchStore, COLLECTION, seedOwner } from './storage-bench.js';
+import { arg, bareInsert, benchStore, COLLECTION, ownerPickers, seedOwner } from './storage-bench.js';
 
 const smoke = process.argv.includes('--smoke');
 const only = new Set((arg('--only') ?? 'a,b,c,d,e').split(','));
@@ -290,25 +290,6 @@ const drive = async (op: (n: number) => Promise<boolean | undefined>, secs: numb
   return { ok, tried: n, ms: ms(t0) };
 };
 
-const zipfPicker = (n: number) => {
-  const weights = Array.from({ length: n }, (_, i) => 1 / (i + 1));
-  const total = weights.reduce((a, b) => a + b, 0);
-  const cdf: number[] = [];
-  let acc = 0;
-  for (const w of weights) cdf.push((acc += w / total));
-  return () => {
-    const r = Math.random();
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if ((cdf[mid] as number) < r) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-};
-
 const median = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? NaN;
@@ -350,36 +331,13 @@ const manyOwners = async () => {
     `a. ${active} active owners of ${P.seeded} plants, each process's slot memory budget holding ${P.held} (MONGODB_SLOTS_MEMORY_BYTES=${budget}); 3 processes; ${CLIENTS} clients, ${P.seconds} s a round`,
   );
   const collection = bareClient.db(db).collection(COLLECTION);
-  const bare = (pick: () => number) => async () => {
-    try {
-      await collection.insertOne(
-        {
-          _id: new ObjectId(),
-          owner: `bare-${pick()}`,
-          id: nextId++,
-          name: 'bare',
-          slot: 2 ** 48 + randomInt(2 ** 47),
-        },
-        { writeConcern: { w: 'majority', journal: true, wtimeoutMS: 2000 } },
-      );
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const bare = (pick: () => number) => () => bareInsert(collection, `bare-${pick()}`, nextId++, 2000);
+
   let kept: Service[] | undefined;
   for (const [label, pickOf] of [
     // The reference: only the owners a process's budget holds, so what the others cost shows beside it.
     [`the ${P.held} held`, () => () => randomInt(P.held)],
-    ['uniform', () => () => randomInt(active)],
-    ['Zipf', () => zipfPicker(active)],
-    [
-      'round-robin',
-      () => {
-        let i = 0;
-        return () => i++ % active;
-      },
-    ],
+    ...ownerPickers(active),
   ] as const) {
     // Fresh processes (a smoke run keeps the first ones, to be quick); each creates once for the owners its budget
     // holds (one load each, while it had room), then settles.

@@ -19,13 +19,22 @@
  * case small, in seconds (test/bench/scale-smoke.test.ts). Throughput on a shared machine is noisy: compare ratios
  * within one run.
  */
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { ObjectId, type CommandStartedEvent } from 'mongodb';
+import type { CommandStartedEvent } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
-import { adapterOptions, arg, benchStore, COLLECTION, loadAdapter, seedOwner } from './storage-bench.js';
+import {
+  adapterOptions,
+  arg,
+  bareInsert,
+  benchStore,
+  COLLECTION,
+  loadAdapter,
+  ownerPickers,
+  seedOwner,
+} from './storage-bench.js';
 
 const smoke = process.argv.includes('--smoke');
 const only = new Set((arg('--only') ?? 'a,c,d,e').split(','));
@@ -140,25 +149,6 @@ const drive = async (op: (n: number) => Promise<boolean>, secs: number) => {
   return { rate: ok / (ms(t0) / 1000), ok, tried: n };
 };
 
-const zipfPicker = (n: number) => {
-  const weights = Array.from({ length: n }, (_, i) => 1 / (i + 1));
-  const total = weights.reduce((a, b) => a + b, 0);
-  const cdf: number[] = [];
-  let acc = 0;
-  for (const w of weights) cdf.push((acc += w / total));
-  return () => {
-    const r = Math.random();
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if ((cdf[mid] as number) < r) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-};
-
 const manyOwners = async () => {
   const db = `scale_a_${randomUUID().slice(0, 8)}`;
   const active = P.held * 8;
@@ -169,34 +159,9 @@ const manyOwners = async () => {
     `a. ${active} active owners of ${P.seeded} plants, the slot memory budget holding ${P.held} (${budget.toLocaleString('en')} bytes); ${CLIENTS} clients, ${P.seconds} s a round`,
   );
   const collection = admin.db(db).collection(COLLECTION);
-  const bare = (pick: () => number) => async () => {
-    try {
-      await collection.insertOne(
-        {
-          _id: new ObjectId(),
-          owner: `bare-${pick()}`,
-          id: nextId++,
-          name: 'bare',
-          slot: 2 ** 48 + randomInt(2 ** 47),
-        },
-        { writeConcern: { w: 'majority', journal: true, wtimeoutMS: TIMEOUT_MS } },
-      );
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  for (const [label, pickOf] of [
-    ['uniform', () => () => randomInt(active)],
-    ['Zipf', () => zipfPicker(active)],
-    [
-      'round-robin',
-      () => {
-        let i = 0;
-        return () => i++ % active;
-      },
-    ],
-  ] as const) {
+  const bare = (pick: () => number) => () => bareInsert(collection, `bare-${pick()}`, nextId++, TIMEOUT_MS);
+
+  for (const [label, pickOf] of ownerPickers(active)) {
     for (let round = 1; round <= P.rounds; round++) {
       const store = instance(db, { slotCacheBytes: budget });
       await store.warm();

@@ -1,12 +1,12 @@
 /**
- * What the storage benches (`creates.ts`, `storage-scale.ts`) share: their arguments, the adapter of the build named
+ * What the storage benches (`creates.ts`, `storage-scale.ts`, `scale.ts`, `scale-http.ts`) share: their arguments, the adapter of the build named
  * by `--adapter` (this build by default, to compare a change with the tree before it), and one FerretDB (SQLite
  * handler, or PostgreSQL with `--postgres`) started on a free port with a fresh database's `plants` collection.
  */
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MongoClient, type Collection, type Document } from 'mongodb';
+import { MongoClient, ObjectId, type Collection, type Document } from 'mongodb';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import { ferretDbBinary, postgresBinaries, startFerretDb, startFerretDbOnPostgres } from '../harness/servers.js';
@@ -64,5 +64,60 @@ export const seedOwner = async (collection: Collection<Document>, owner: string,
         slot: i + k,
       })),
     );
+  }
+};
+
+/** Picks one of `n` indices by Zipf's law (s = 1): index 0 the likeliest, index i about 1/(i+1) as likely. */
+const zipfPicker = (n: number) => {
+  const weights = Array.from({ length: n }, (_, i) => 1 / (i + 1));
+  const total = weights.reduce((a, b) => a + b, 0);
+  const cdf: number[] = [];
+  let acc = 0;
+  for (const w of weights) cdf.push((acc += w / total));
+  return () => {
+    const r = Math.random();
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((cdf[mid] as number) < r) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+};
+
+/** How the many-owners cases choose among `n` active owners: each a name and a maker of a fresh picker. */
+export const ownerPickers = (n: number) =>
+  [
+    ['uniform', () => () => randomInt(n)],
+    ['Zipf', () => zipfPicker(n)],
+    [
+      'round-robin',
+      () => {
+        let i = 0;
+        return () => i++ % n;
+      },
+    ],
+  ] as const;
+
+/**
+ * The bare driver's create, the reference the adapter is measured against: one `insertOne` of a plant-shaped document
+ * (an outside slot at random, so that it never collides) with the adapter's write concern. True once stored.
+ */
+export const bareInsert = async (
+  collection: Collection<Document>,
+  owner: string,
+  id: number | bigint,
+  timeoutMs: number,
+): Promise<boolean> => {
+  try {
+    await collection.insertOne(
+      { _id: new ObjectId(), owner, id, name: 'bare', slot: 2 ** 48 + randomInt(2 ** 47) },
+      { writeConcern: { w: 'majority', journal: true, wtimeoutMS: timeoutMs } },
+    );
+    return true;
+  } catch {
+    return false;
   }
 };

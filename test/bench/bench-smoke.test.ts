@@ -1,7 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { processesInGroup, runNode } from '../support/process.js';
-import { eventually, within } from '../support/wait.js';
+import { runToEnd } from '../support/bench-run.js';
 
 /**
  * The benchmark still runs end to end: every step prints its figures, each a finite number (positive where it is a
@@ -18,34 +17,9 @@ const figures = (out: string, pattern: string): number[][] =>
 const NUMBER = String.raw`(\S+)`;
 
 test('prints every figure, finite and in range; the load generator and the service count the same requests, all 2xx; nothing is left running', async () => {
-  const bench = runNode('bench/run.js', {}, ['--smoke'], { group: true });
-  const pgid = bench.child.pid as number;
-  /** Whatever happens, nothing of the bench outlives this test. */
-  const killGroup = () => {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      // nothing left in it
-    }
-  };
-  // 'exit', not 'close': a process left behind may hold the bench's stderr open.
-  const exit = new Promise<number | null>((resolve) => bench.child.once('exit', resolve));
-  const code = await within(120_000, 'the smoke bench', exit).catch((e: unknown) => {
-    killGroup();
-    throw e;
-  });
-  // The bench stops what it started before it exits: its process group is empty (a process it only signalled at its
-  // own exit may take a moment to go).
-  await eventually('every process the bench started has exited', () => processesInGroup(pgid).length === 0, {
-    timeoutMs: 5000,
-    detail: () => processesInGroup(pgid).join('; '),
-  }).catch((e: unknown) => {
-    killGroup();
-    throw e;
-  });
-  await within(10_000, "the bench's output read to its end", bench.exited);
-  const out = bench.stdout();
-  assert.is(code, 0, bench.stderr());
+  // The bench stops what it started before it exits: runToEnd checks its process group is empty.
+  const { code, out, err } = await runToEnd('bench/run.js', {}, ['--smoke']);
+  assert.is(code, 0, err);
 
   for (const line of [
     /^machine: \d+ cores/m,

@@ -1,8 +1,7 @@
 import * as assert from 'uvu/assert';
+import { runToEnd } from '../support/bench-run.js';
 import { ferretDbBinary } from '../../harness/servers.js';
-import { processesInGroup, runNode } from '../support/process.js';
 import { suiteWith } from '../support/suites.js';
-import { eventually, within } from '../support/wait.js';
 
 /**
  * `npm run bench:scale-http -- --smoke` still runs end to end (service processes over HTTP on its own FerretDB/SQLite,
@@ -16,38 +15,12 @@ const passThrough = (...names: string[]): Record<string, string> =>
   Object.fromEntries(names.flatMap((n) => (process.env[n] === undefined ? [] : [[n, process.env[n] as string]])));
 
 test('prints a line for each case and the table; the proxy counts one command per bare insert; nothing is left running', async () => {
-  const bench = runNode(
+  const { code, out, err } = await runToEnd(
     'bench/scale-http.js',
     passThrough('HOME', 'FERRETDB_BIN', 'GOPATH', 'GOBIN', 'CI'),
     ['--smoke'],
-    {
-      group: true,
-    },
   );
-  const pgid = bench.child.pid as number;
-  const killGroup = () => {
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      // nothing left in it
-    }
-  };
-  // 'exit', not 'close': a process left behind may hold the bench's stderr open.
-  const exit = new Promise<number | null>((resolve) => bench.child.once('exit', resolve));
-  const code = await within(120_000, 'the smoke bench', exit).catch((e: unknown) => {
-    killGroup();
-    throw e;
-  });
-  await eventually('every process the bench started has exited', () => processesInGroup(pgid).length === 0, {
-    timeoutMs: 5000,
-    detail: () => processesInGroup(pgid).join('; '),
-  }).catch((e: unknown) => {
-    killGroup();
-    throw e;
-  });
-  await within(10_000, "the bench's output read to its end", bench.exited);
-  const out = bench.stdout();
-  assert.is(code, 0, `exit ${String(code)}: ${bench.stderr()}\n${out}`);
+  assert.is(code, 0, `exit ${String(code)}: ${err}\n${out}`);
   for (const line of [
     /^ {2}uniform, round 1: bare \d+\/s \(1\.00 commands per insert\), HTTP \d+\/s .* [\d.]+ commands, [\d.]+ finds and [\d.]+ loads per create/m,
     /^ {2}Zipf, round 1: bare \d+\/s \(1\.00 commands per insert\)/m,

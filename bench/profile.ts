@@ -49,6 +49,8 @@ const STAGES: ReadonlyArray<readonly [string, RegExp]> = [
   ['edge: server limits, dispatch, request id', /internal\/crypto\/random/],
   ['token hashing and lookup', /static-token-verifier|node:crypto|internal\/crypto/],
   ['storage (memory, sorted-btree)', /memory-plant-repository|sorted-btree/],
+  ['storage (MongoDB adapter)', /adapters\/storage\/mongodb\//],
+  ['MongoDB driver, BSON', /node_modules\/(mongodb|bson)\//],
   [
     'JSON body (read, pre-scan, parse)',
     /adapters\/http\/server\/(json|json-text|body)\.js|lossless-json|internal\/encoding/,
@@ -205,6 +207,8 @@ const run = async () => {
         PATH: process.env['PATH'] ?? '',
         ...serviceEnv(port),
         LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info',
+        // PROFILE_ENV: more of the service's environment, as JSON (e.g. STORAGE=mongodb and MONGODB_URI).
+        ...(JSON.parse(process.env['PROFILE_ENV'] ?? '{}') as Record<string, string>),
       },
       stdio: ['ignore', 'ignore', 'inherit'],
       cwd: workDir, // V8 writes its isolate logs for perf here, and they go with it

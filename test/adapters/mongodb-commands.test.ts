@@ -47,6 +47,24 @@ const commandsOf = async (store: MongodbPlantRepository, run: () => Promise<unkn
   return seen;
 };
 
+/** The adapter as these tests measure it: its commands monitored, nothing periodic inside a measured operation. */
+const storeOn = (uri: string, db: string) =>
+  mongodbPlantRepository({
+    uri,
+    db,
+    timeoutMs: 30_000,
+    writeConcern: 'majority',
+    journal: true,
+    logger: pino({ level: 'silent' }),
+    indexRecheckMs: 3_600_000,
+    // The owner at its bound is looked at again only after this process's own delete, never because a second passed
+    // between two refusals (on a loaded machine FerretDB/SQLite took that long, and the count was one load more).
+    fullRecheckMs: 3_600_000,
+    // The bounds registry (outside-plants.ts) is read once, by the warm-up create, not by a measured operation.
+    boundsViewMs: 3_600_000,
+    monitorCommands: true,
+  });
+
 for (const backend of backends) {
   const { test, subject, run } = suiteWith(
     `MongoDB adapter: round trips per operation [FerretDB/${backend.name}]`,
@@ -57,21 +75,7 @@ for (const backend of backends) {
     const { uri } = subject(ctx).server;
     const db = `plantstore_commands_${randomUUID().slice(0, 8)}`;
     const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000, useBigInt64: true });
-    const store = mongodbPlantRepository({
-      uri,
-      db,
-      timeoutMs: 30_000,
-      writeConcern: 'majority',
-      journal: true,
-      logger: pino({ level: 'silent' }),
-      indexRecheckMs: 3_600_000,
-      // The owner at its bound is looked at again only after this process's own delete, never because a second passed
-      // between two refusals (on a loaded machine FerretDB/SQLite took that long, and the count was one load more).
-      fullRecheckMs: 3_600_000,
-      // The bounds registry (outside-plants.ts) is read once, by the warm-up create, not by a measured operation.
-      boundsViewMs: 3_600_000,
-      monitorCommands: true,
-    });
+    const store = storeOn(uri, db);
     const repo = store.repository;
     try {
       await right(repo.ping);
@@ -146,6 +150,30 @@ for (const backend of backends) {
       process.stdout.write(
         `\n  [${backend.name}] commands per operation, by the owner's plants:\n    ${rows.join('\n    ')}\n`,
       );
+    } finally {
+      await store.close();
+      await admin.db(db).dropDatabase();
+      await admin.close();
+    }
+  });
+
+  test('creates of many owners asked for at once go to the server as one insert command', async (ctx) => {
+    const { uri } = subject(ctx).server;
+    const db = `plantstore_commands_${randomUUID().slice(0, 8)}`;
+    const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000, useBigInt64: true });
+    const store = storeOn(uri, db);
+    const owners = Array.from({ length: 20 }, (_, i) => freshOwner(`together${i}`));
+    try {
+      // Each owner known here first (its first create may look at it), so that what is counted is the creates alone.
+      for (const owner of owners) await right(store.repository.insert(owner, aPlant(1n), MAX));
+      const sent = await commandsOf(store, async () => {
+        const outcomes = await Promise.all(
+          owners.map((owner) => right(store.repository.insert(owner, aPlant(2n), MAX))),
+        );
+        assert.ok(outcomes.every((o) => o._tag === 'Inserted'));
+      });
+      assert.equal(sent, ['insert']);
+      assert.is(await admin.db(db).collection(COLLECTION).countDocuments({ id: 2n }), owners.length);
     } finally {
       await store.close();
       await admin.db(db).dropDatabase();

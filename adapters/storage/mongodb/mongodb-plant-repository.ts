@@ -4,7 +4,6 @@ import { pipe } from 'fp-ts/lib/function.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import {
   MongoClient,
-  MongoServerError,
   ObjectId,
   type Collection,
   type Filter,
@@ -17,6 +16,7 @@ import type { Logger } from '../../../application/ports/logger.js';
 import type { Plant, PlantId } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { decodeStored } from './plant-document.js';
+import { insertBatches } from './insert-batches.js';
 import { attemptOfKeyPattern, ownerSlots, type SlotStore } from './owner-slots.js';
 import { outsidePlants, type OutsideStore } from './outside-plants.js';
 import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, uniqueIndexes, type IndexNeed } from './indexes.js';
@@ -188,8 +188,9 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     waitQueueTimeoutMS: timeoutMs,
     heartbeatFrequencyMS: 2000,
     minHeartbeatFrequencyMS: 200,
-    // Creates, deletes and slot moves are insertOne/deleteOne/updateOne: on a replica set the driver retries each
-    // once, transparently, across an election (the server recognizes a retry of a write it already applied).
+    // Deletes and slot moves are deleteOne/updateOne: on a replica set the driver retries each once, transparently,
+    // across an election (the server recognizes a retry of a write it already applied). Creates go in shared `insert`
+    // commands, which insert-batches.ts sends once more after the same errors.
     retryWrites: true,
     appName: 'plant-store',
   });
@@ -221,6 +222,17 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     wtimeoutMS: timeoutMs,
   };
   const maxTimeMS = timeoutMs;
+  // Creates: the inserts of one turn of the event loop in one command (insert-batches.ts), under the same write
+  // concern and server-side time bound as every other write.
+  const insertBatched = insertBatches((documents) =>
+    db.command({
+      insert: COLLECTION,
+      documents,
+      ordered: false,
+      writeConcern: { w: options.writeConcern, j: options.journal, wtimeout: timeoutMs },
+      maxTimeMS,
+    }),
+  );
 
   /** The plant stored under that owner and id, if any: one indexed lookup. */
   const findStored = async (owner: string, id: PlantId): Promise<Plant | undefined> => {
@@ -259,13 +271,10 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     },
     insert: async (owner, p, slot) => {
       const doc: PlantDocument = { _id: new ObjectId(), owner, slot, ...p };
-      try {
-        await collection.insertOne(doc, { writeConcern, maxTimeMS });
-        return 'inserted';
-      } catch (e) {
-        if (isDuplicateKey(e)) return attemptOfKeyPattern(e instanceof MongoServerError ? e.keyPattern : undefined);
-        throw e;
-      }
+      const outcome = await insertBatched(doc);
+      if (outcome === 'inserted') return 'inserted';
+      if (isDuplicateKey(outcome)) return attemptOfKeyPattern(outcome.keyPattern);
+      throw outcome;
     },
     unstore: async (owner, p, slot) => {
       await collection.deleteOne({ owner, slot, id: p.id }, { writeConcern, maxTimeMS });

@@ -29,9 +29,10 @@ import type { outsidePlants } from './outside-plants.js';
  * What a process remembers of an owner (`OwnerState`) is a bitset of the inside slots it knows taken (1 bit a slot),
  * a cursor, and, once it has loaded the owner, its count. A create takes the next slot it believes free from the
  * cursor, which starts at random: creates of one owner through several processes take runs of their own and meet only
- * where the runs do. A slot found taken (a duplicate key) is marked, and the cursor jumps to the middle of the largest
- * gap it believes free; after a few such collisions in one create the owner is loaded (every slot, one `find`). The
- * states are kept in an LRU weighed in bytes as they stand, never above the budget; an owner not held costs one look.
+ * where the runs do. A slot found taken (a duplicate key) is marked, and the cursor jumps to a slot believed free, at
+ * random; after two refusals a create tries several slots at once, and a load of the owner (every slot, one `find`)
+ * goes on in the background (see `insert`). The states are kept in an LRU weighed in bytes as they stand, never above
+ * the budget; an owner not held costs one look, or nothing once the sweep vouches for it (outside-plants.ts).
  *
  * Room freed at the bound: a delete through a process that believes the owner full (or one short) moves the plant in the last inside
  * slot (`max - 1`) into the slot just freed (one `updateOne`), so that the free slot of a full owner is always the

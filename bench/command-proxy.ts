@@ -23,6 +23,8 @@ export interface CommandCounts {
   commands: number;
   /** `insert` commands into the collection `plants`. */
   plantInserts: number;
+  /** Documents those commands carried (the service sends the creates of one turn in one command). */
+  plantDocuments: number;
   finds: number;
   /** Handshakes and heartbeats (`hello`, `isMaster`). */
   monitoring: number;
@@ -37,6 +39,7 @@ export interface CommandCounts {
 export const noCounts = (): CommandCounts => ({
   commands: 0,
   plantInserts: 0,
+  plantDocuments: 0,
   finds: 0,
   monitoring: 0,
   byName: {},
@@ -48,6 +51,7 @@ export const noCounts = (): CommandCounts => ({
 export const addCounts = (a: CommandCounts, b: CommandCounts): void => {
   a.commands += b.commands;
   a.plantInserts += b.plantInserts;
+  a.plantDocuments += b.plantDocuments;
   a.finds += b.finds;
   a.monitoring += b.monitoring;
   for (const [name, n] of Object.entries(b.byName)) a.byName[name] = (a.byName[name] ?? 0) + n;
@@ -107,6 +111,29 @@ const commandOf = (message: Buffer): Document | undefined => {
   return undefined;
 };
 
+/** Documents an insert carries: its `documents` array, or the documents of its OP_MSG sections of kind 1. */
+const documentsOf = (message: Buffer, command: Document): number => {
+  if (Array.isArray(command['documents'])) return command['documents'].length;
+  if (message.readInt32LE(12) !== OP_MSG) return 0;
+  let n = 0;
+  let at = 20;
+  const end = message.length - (message.readUInt32LE(16) & 1 ? 4 : 0);
+  while (at < end) {
+    const kind = message[at];
+    const size = message.readInt32LE(at + 1);
+    if (kind === 1) {
+      // size, the sequence's name (a C string), then documents back to back, each prefixed by its int32 size.
+      let doc = message.indexOf(0, at + 5) + 1;
+      while (doc < at + 1 + size) {
+        n++;
+        doc += message.readInt32LE(doc);
+      }
+    }
+    at += 1 + size;
+  }
+  return n;
+};
+
 /** Splits a stream into wire-protocol messages (each prefixed by its int32 length). */
 const framer = (onMessage: (message: Buffer) => void) => {
   let pending: Buffer = Buffer.alloc(0);
@@ -152,7 +179,10 @@ export const startCommandProxy = async (targetPort: number, targetHost = '127.0.
         counts.byName[name] = (counts.byName[name] ?? 0) + 1;
         const byName = (counts.byApp[app] ??= {});
         byName[name] = (byName[name] ?? 0) + 1;
-        if (name === 'insert' && command?.['insert'] === 'plants') counts.plantInserts++;
+        if (name === 'insert' && command?.['insert'] === 'plants') {
+          counts.plantInserts++;
+          counts.plantDocuments += documentsOf(message, command);
+        }
         if (name === 'find') counts.finds++;
         // moreToCome (bit 1): no reply will come.
         if (!(message.readInt32LE(12) === OP_MSG && message.readUInt32LE(16) & 2))

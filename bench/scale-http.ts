@@ -574,10 +574,15 @@ const filling = async () => {
   const counts = services.reset();
   const kept = await collection.countDocuments({ owner });
   console.log(
-    `d. filling one owner from 0 to ${P.quota} across 3 processes, ${CLIENTS} clients: ${fmt(stored / (filled.ms / 1000), 0)} creates/s, ${fmt(counts.plantInserts / stored, 3)} inserts per stored create, ${counts.finds} finds (${loadsOf(counts)} loads); not 200: ${others(statuses)} (${stored} answered 200, ${kept} stored); ${JSON.stringify(counts.byApp)}`,
+    `d. filling one owner from 0 to ${P.quota} across 3 processes, ${CLIENTS} clients: ${fmt(stored / (filled.ms / 1000), 0)} creates/s, ${fmt(counts.plantDocuments / stored, 3)} inserts (${fmt(counts.plantInserts / stored, 3)} insert commands) per stored create, ${counts.finds} finds (${loadsOf(counts)} loads); not 200: ${others(statuses)} (${stored} answered 200, ${kept} stored); ${JSON.stringify(counts.byApp)}`,
   );
   table.push(
-    ['d', 'inserts per stored create', fmt(counts.plantInserts / stored, 3), '<= 1.5'],
+    [
+      'd',
+      'inserts (documents sent) per stored create; insert commands',
+      `${fmt(counts.plantDocuments / stored, 3)}; ${fmt(counts.plantInserts / stored, 3)}`,
+      '<= 1.5',
+    ],
     ['d', '503s; finds (loads)', `${statuses[503] ?? 0}; ${counts.finds} (${loadsOf(counts)})`, 'no 503'],
     ['d', 'creates/s', fmt(stored / (filled.ms / 1000), 0), ''],
   );

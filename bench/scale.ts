@@ -101,7 +101,9 @@ const counter = (stores: readonly Store[]) => {
   const main = (e: CommandStartedEvent) => {
     c.total++;
     c.byName[e.commandName] = (c.byName[e.commandName] ?? 0) + 1;
-    if (e.commandName === 'insert' && e.command['insert'] === 'plants') c.plantInserts++;
+    // Documents, not commands: the adapter sends the creates of one turn in one command.
+    if (e.commandName === 'insert' && e.command['insert'] === 'plants')
+      c.plantInserts += Array.isArray(e.command['documents']) ? e.command['documents'].length : 1;
   };
   const slot = (e: CommandStartedEvent) => {
     main(e);

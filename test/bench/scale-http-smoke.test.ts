@@ -27,7 +27,7 @@ test('prints a line for each case and the table; the proxy counts one command pe
     /^ {2}round-robin, round 1: bare \d+\/s \(1\.00 commands per insert\)/m,
     /^b\. 20 owners first seen empty, grown to 10 plants each through one process .* heap used after a full GC [\d.]+ MiB before, [\d.]+ MiB after/m,
     /^c\. replacing plants at the quota \(200\) across 3 processes, 10 times: .* per replacement [\d.]+ commands/m,
-    /^d\. filling one owner from 0 to 200 across 3 processes, .* [\d.]+ inserts per stored create/m,
+    /^d\. filling one owner from 0 to 200 across 3 processes, .* [\d.]+ inserts \([\d.]+ insert commands\) per stored create/m,
     /^e\. 400 plants seeded: .* a restart ready after \d+ ms; then 4 owners' first creates at once: \d+ of 4 first answers/m,
     /^\| case \| figure \| measured \| target \|$/m,
     /^\| e \| 4 owners at once: /m,

@@ -104,7 +104,8 @@ const drive = (port: number, secs: number, firstId: number) =>
       token: TOKEN,
       method: route === 'get' ? 'GET' : 'POST',
       seconds: secs,
-      connections: 32,
+      // PROFILE_CONNECTIONS: fewer clients at once (with MongoDB storage, the creates one turn batches).
+      connections: Number(process.env['PROFILE_CONNECTIONS'] ?? 32),
       firstId,
     };
     const child = spawn(process.execPath, [join(dist, 'bench/load.js'), JSON.stringify(spec)], {

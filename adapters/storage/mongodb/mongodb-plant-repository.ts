@@ -4,6 +4,7 @@ import { pipe } from 'fp-ts/lib/function.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import {
   MongoClient,
+  MongoServerError,
   ObjectId,
   type Collection,
   type Filter,
@@ -188,9 +189,9 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     waitQueueTimeoutMS: timeoutMs,
     heartbeatFrequencyMS: 2000,
     minHeartbeatFrequencyMS: 200,
-    // Deletes and slot moves are deleteOne/updateOne: on a replica set the driver retries each once, transparently,
-    // across an election (the server recognizes a retry of a write it already applied). Creates go in shared `insert`
-    // commands, which insert-batches.ts sends once more after the same errors.
+    // Creates, deletes and slot moves are insertOne or insertMany (insert-batches.ts), deleteOne and updateOne: on a
+    // replica set the driver retries each once, transparently, across an election (the server recognizes a retry of a
+    // write it already applied).
     retryWrites: true,
     appName: 'plant-store',
   });
@@ -222,17 +223,11 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     wtimeoutMS: timeoutMs,
   };
   const maxTimeMS = timeoutMs;
-  // Creates: the inserts of one turn of the event loop in one command (insert-batches.ts), under the same write
-  // concern and server-side time bound as every other write.
-  const insertBatched = insertBatches((documents) =>
-    db.command({
-      insert: COLLECTION,
-      documents,
-      ordered: false,
-      writeConcern: { w: options.writeConcern, j: options.journal, wtimeout: timeoutMs },
-      maxTimeMS,
-    }),
-  );
+  // Creates: the inserts of one turn of the event loop in one command (insert-batches.ts).
+  const insertBatched = insertBatches<PlantDocument>({
+    insertOne: (doc) => collection.insertOne(doc, { writeConcern, maxTimeMS }),
+    insertMany: (docs) => collection.insertMany(docs, { ordered: false, writeConcern, maxTimeMS }),
+  });
 
   /** The plant stored under that owner and id, if any: one indexed lookup. */
   const findStored = async (owner: string, id: PlantId): Promise<Plant | undefined> => {
@@ -271,10 +266,13 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     },
     insert: async (owner, p, slot) => {
       const doc: PlantDocument = { _id: new ObjectId(), owner, slot, ...p };
-      const outcome = await insertBatched(doc);
-      if (outcome === 'inserted') return 'inserted';
-      if (isDuplicateKey(outcome)) return attemptOfKeyPattern(outcome.keyPattern);
-      throw outcome;
+      try {
+        await insertBatched(doc);
+        return 'inserted';
+      } catch (e) {
+        if (isDuplicateKey(e)) return attemptOfKeyPattern(e instanceof MongoServerError ? e.keyPattern : undefined);
+        throw e;
+      }
     },
     unstore: async (owner, p, slot) => {
       await collection.deleteOne({ owner, slot, id: p.id }, { writeConcern, maxTimeMS });

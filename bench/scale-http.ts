@@ -16,8 +16,8 @@
  *      same collection, 16 clients each), commands, finds and loads per create, p50 latency, CPU per create (the
  *      services', from /proc, and this process's, beside a bare insert's: the HTTP side's ceiling). Fresh processes for each
  *      distribution, measured once each has created for the 80 owners its budget holds, its start-up work on the
- *      collection is done (the proxy saw none of its commands unanswered for 700 ms) and 4 s of creates through HTTP
- *      (and 2 s of bare inserts) have warmed both sides' code, uncounted;
+ *      collection is done (the proxy saw none of its commands unanswered for 700 ms) and 8 s of creates through HTTP
+ *      (and 4 s of bare inserts) have warmed both sides' code, uncounted;
  *   b. 1,000 owners first seen empty and grown through one process (round-robin, one plant each a pass): its heap
  *      used (`nodejs_heap_size_used_bytes` on its /metrics), read after a full GC (the service runs with
  *      `--heapsnapshot-signal`: a snapshot, which starts with a full GC, is taken just before each reading and then
@@ -74,7 +74,7 @@ const P = smoke
       growOwners: 1000,
       grow: 100,
       warmEach: 50,
-      warmSeconds: 4,
+      warmSeconds: 8,
       quietMs: 700,
       replacements: 300,
       restartOwners: 20,
@@ -293,10 +293,11 @@ const drive = async (op: (n: number) => Promise<boolean | undefined>, secs: numb
   return { ok, tried: n, ms: ms(t0) };
 };
 
-const median = (xs: number[]) => {
+const quantile = (xs: number[], q: number) => {
   const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? NaN;
 };
+const median = (xs: number[]) => quantile(xs, 0.5);
 
 const tally = (statuses: Record<number, number>, status: number) => (statuses[status] = (statuses[status] ?? 0) + 1);
 const others = (statuses: Record<number, number>) =>
@@ -409,7 +410,7 @@ const manyOwners = async () => {
       const rate = sum.http.ok / (sum.http.ms / 1000);
       const perCreate = counts.commands / sum.http.tried;
       console.log(
-        `  ${label}, round ${round}: bare ${fmt(bareRate, 0)}/s (${fmt(bareCounts.commands / sum.bare.ok)} commands per insert), HTTP ${fmt(rate, 0)}/s (${fmt(rate / bareRate)} of bare), ${fmt(perCreate)} commands, ${fmt(counts.finds / sum.http.tried, 3)} finds and ${fmt(loadsOf(counts) / sum.http.tried, 3)} loads per create, p50 ${fmt(median(latencies), 1)} ms; CPU per create: the services ${fmt((cpu.services / sum.http.tried) * 1e6, 0)} µs, this process ${fmt((cpu.http / sum.http.tried) * 1e6, 0)} µs (${fmt((cpu.bare / sum.bare.ok) * 1e6, 0)} µs per bare insert); not 200: ${others(statuses)}; ${JSON.stringify(counts.byApp)}`,
+        `  ${label}, round ${round}: bare ${fmt(bareRate, 0)}/s (${fmt(bareCounts.commands / sum.bare.ok)} commands per insert), HTTP ${fmt(rate, 0)}/s (${fmt(rate / bareRate)} of bare), ${fmt(perCreate)} commands, ${fmt(counts.finds / sum.http.tried, 3)} finds and ${fmt(loadsOf(counts) / sum.http.tried, 3)} loads per create, p50 ${fmt(median(latencies), 1)} ms, p99 ${fmt(quantile(latencies, 0.99), 0)} ms, max ${fmt(quantile(latencies, 1), 0)} ms; CPU per create: the services ${fmt((cpu.services / sum.http.tried) * 1e6, 0)} µs, this process ${fmt((cpu.http / sum.http.tried) * 1e6, 0)} µs (${fmt((cpu.bare / sum.bare.ok) * 1e6, 0)} µs per bare insert); not 200: ${others(statuses)}; ${JSON.stringify(counts.byApp)}`,
       );
       if (round === P.rounds)
         table.push(

@@ -157,30 +157,6 @@ for (const backend of backends) {
     }
   });
 
-  test('creates of many owners asked for at once go to the server as one insert command', async (ctx) => {
-    const { uri } = subject(ctx).server;
-    const db = `plantstore_commands_${randomUUID().slice(0, 8)}`;
-    const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000, useBigInt64: true });
-    const store = storeOn(uri, db);
-    const owners = Array.from({ length: 20 }, (_, i) => freshOwner(`together${i}`));
-    try {
-      // Each owner known here first (its first create may look at it), so that what is counted is the creates alone.
-      for (const owner of owners) await right(store.repository.insert(owner, aPlant(1n), MAX));
-      const sent = await commandsOf(store, async () => {
-        const outcomes = await Promise.all(
-          owners.map((owner) => right(store.repository.insert(owner, aPlant(2n), MAX))),
-        );
-        assert.ok(outcomes.every((o) => o._tag === 'Inserted'));
-      });
-      assert.equal(sent, ['insert']);
-      assert.is(await admin.db(db).collection(COLLECTION).countDocuments({ id: 2n }), owners.length);
-    } finally {
-      await store.close();
-      await admin.db(db).dropDatabase();
-      await admin.close();
-    }
-  });
-
   test("a process started over a swept collection takes up the sweep record: no scan, and a new owner's first create is one load and one insert", async (ctx) => {
     const { uri } = subject(ctx).server;
     const db = `plantstore_restart_${randomUUID().slice(0, 8)}`;

@@ -1,5 +1,4 @@
 import {
-  MongoBulkWriteError,
   MongoClientClosedError,
   MongoDriverError,
   MongoError,
@@ -124,9 +123,6 @@ export const isUnavailable = (e: unknown): boolean => {
   if (e instanceof MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
   if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
   if (e instanceof MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
-  // A batch of inserts written but not confirmed at the write concern (insert-batches.ts): as above.
-  const unconfirmed = e instanceof MongoBulkWriteError ? e.result?.getWriteConcernError() : undefined;
-  if (unconfirmed !== undefined) return writeConcernUnavailable(Number(unconfirmed.code));
   if (e instanceof MongoServerError && Number(e.code) === 1 && FERRETDB_BACKEND_GONE.test(e.errmsg ?? e.message)) {
     return true;
   }
@@ -140,9 +136,7 @@ export const isUnavailable = (e: unknown): boolean => {
  * SQLSTATE 23505 (unique_violation). Those two texts are matched whole, as FerretDB's handlers pass them on.
  */
 export const isDuplicateKey = (e: unknown): boolean => {
-  // A bulk write's error is the command's, never one document's refusal (insert-batches.ts answers those one by one),
-  // even when it carries the code of the first of them.
-  if (!(e instanceof MongoServerError) || e instanceof MongoBulkWriteError) return false;
+  if (!(e instanceof MongoServerError)) return false;
   if (Number(e.code) === 11000) return true;
   return Number(e.code) === 1 && /UNIQUE constraint failed|\(SQLSTATE 23505\)/.test(e.errmsg ?? e.message);
 };

@@ -17,7 +17,6 @@ import type { Logger } from '../../../application/ports/logger.js';
 import type { Plant, PlantId } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { decodeStored } from './plant-document.js';
-import { insertBatches } from './insert-batches.js';
 import { attemptOfKeyPattern, ownerSlots, type SlotStore } from './owner-slots.js';
 import { outsidePlants, type OutsideStore } from './outside-plants.js';
 import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, uniqueIndexes, type IndexNeed } from './indexes.js';
@@ -189,9 +188,8 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     waitQueueTimeoutMS: timeoutMs,
     heartbeatFrequencyMS: 2000,
     minHeartbeatFrequencyMS: 200,
-    // Creates, deletes and slot moves are insertOne or insertMany (insert-batches.ts), deleteOne and updateOne: on a
-    // replica set the driver retries each once, transparently, across an election (the server recognizes a retry of a
-    // write it already applied).
+    // Creates, deletes and slot moves are insertOne/deleteOne/updateOne: on a replica set the driver retries each
+    // once, transparently, across an election (the server recognizes a retry of a write it already applied).
     retryWrites: true,
     appName: 'plant-store',
   });
@@ -223,11 +221,6 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     wtimeoutMS: timeoutMs,
   };
   const maxTimeMS = timeoutMs;
-  // Creates: the inserts of one turn of the event loop in one command (insert-batches.ts).
-  const insertBatched = insertBatches<PlantDocument>({
-    insertOne: (doc) => collection.insertOne(doc, { writeConcern, maxTimeMS }),
-    insertMany: (docs) => collection.insertMany(docs, { ordered: false, writeConcern, maxTimeMS }),
-  });
 
   /** The plant stored under that owner and id, if any: one indexed lookup. */
   const findStored = async (owner: string, id: PlantId): Promise<Plant | undefined> => {
@@ -267,7 +260,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     insert: async (owner, p, slot) => {
       const doc: PlantDocument = { _id: new ObjectId(), owner, slot, ...p };
       try {
-        await insertBatched(doc);
+        await collection.insertOne(doc, { writeConcern, maxTimeMS });
         return 'inserted';
       } catch (e) {
         if (isDuplicateKey(e)) return attemptOfKeyPattern(e instanceof MongoServerError ? e.keyPattern : undefined);

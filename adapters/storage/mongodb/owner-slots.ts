@@ -86,7 +86,7 @@ export interface SlotStore {
   readonly load: (owner: string, max: number) => Promise<readonly SlotHolder[]>;
   /** Whether the owner has a plant in a slot at or above `max` (an outside plant). */
   readonly hasOutside: (owner: string, max: number) => Promise<boolean>;
-  /** Inserts the plant into that slot (in one command with the other inserts of its event-loop turn, if any). */
+  /** Inserts the plant into that slot. */
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<SlotAttempt>;
   /**
    * Deletes the plant this process just stored in `slot`, and nothing else (the owner, slot and id all match): a second

@@ -101,39 +101,6 @@ test('a create sends its insert as a retryable write (with a transaction number)
   }
 });
 
-test('creates asked for at once go in one batch, and that insert too is a retryable write', async (ctx) => {
-  const { uri } = subject(ctx);
-  const db = `plantstore_rs_${randomUUID().slice(0, 8)}`;
-  const store = mongodbPlantRepository({
-    uri,
-    db,
-    timeoutMs: 10_000,
-    writeConcern: 'majority',
-    journal: true,
-    logger: pino({ level: 'silent' }),
-    monitorCommands: true,
-  });
-  const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000 });
-  const inserts: CommandStartedEvent[] = [];
-  try {
-    await right(store.repository.ping);
-    await right(store.repository.insert(freshOwner('warm-up'), aPlant(1n)));
-    store.client.on('commandStarted', (e) => {
-      if (e.commandName === 'insert' && e.command['insert'] === COLLECTION) inserts.push(e);
-    });
-    const owners = Array.from({ length: 10 }, (_, i) => freshOwner(`together${i}`));
-    const outcomes = await Promise.all(owners.map((owner) => right(store.repository.insert(owner, aPlant(1n)))));
-    assert.ok(outcomes.every((o) => o._tag === 'Inserted'));
-    assert.is(inserts.length, 1, 'one insert command');
-    assert.is((inserts[0]?.command['documents'] as unknown[] | undefined)?.length, owners.length);
-    assert.ok('txnNumber' in (inserts[0]?.command ?? {}), 'it carries a transaction number');
-  } finally {
-    await store.close();
-    await admin.db(db).dropDatabase();
-    await admin.close();
-  }
-});
-
 test('a create whose insert was cut on its way (a network error the driver labels retryable) is sent again and stored once', async (ctx) => {
   const { port } = subject(ctx);
   const proxy = await startTcpProxy(port);

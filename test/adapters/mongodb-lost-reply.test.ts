@@ -18,7 +18,7 @@ import { eventually, within } from '../support/wait.js';
  * sent again where the driver does not retry writes (a standalone server, FerretDB): without the retryable write's
  * transaction number the server could not tell a second send from a new insert, and whatever happened to the plant in
  * between (a delete) would be undone. (On a replica set the driver sends it again with that number:
- * insert-batches-replica-set.test.ts.)
+ * mongodb-retryable-writes.test.ts.)
  */
 const binary = ferretDbBinary();
 
@@ -32,7 +32,7 @@ interface Subject {
 }
 
 const { test, subject, run } = suiteWith<Subject>(
-  'insert batches: a reply lost on the way back [FerretDB]',
+  'MongoDB adapter: a create whose reply is lost on the way back [FerretDB]',
   'skip' in binary
     ? binary
     : async () => {

@@ -47,24 +47,6 @@ const commandsOf = async (store: MongodbPlantRepository, run: () => Promise<unkn
   return seen;
 };
 
-/** The adapter as these tests measure it: its commands monitored, nothing periodic inside a measured operation. */
-const storeOn = (uri: string, db: string) =>
-  mongodbPlantRepository({
-    uri,
-    db,
-    timeoutMs: 30_000,
-    writeConcern: 'majority',
-    journal: true,
-    logger: pino({ level: 'silent' }),
-    indexRecheckMs: 3_600_000,
-    // The owner at its bound is looked at again only after this process's own delete, never because a second passed
-    // between two refusals (on a loaded machine FerretDB/SQLite took that long, and the count was one load more).
-    fullRecheckMs: 3_600_000,
-    // The bounds registry (outside-plants.ts) is read once, by the warm-up create, not by a measured operation.
-    boundsViewMs: 3_600_000,
-    monitorCommands: true,
-  });
-
 for (const backend of backends) {
   const { test, subject, run } = suiteWith(
     `MongoDB adapter: round trips per operation [FerretDB/${backend.name}]`,
@@ -75,7 +57,21 @@ for (const backend of backends) {
     const { uri } = subject(ctx).server;
     const db = `plantstore_commands_${randomUUID().slice(0, 8)}`;
     const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000, useBigInt64: true });
-    const store = storeOn(uri, db);
+    const store = mongodbPlantRepository({
+      uri,
+      db,
+      timeoutMs: 30_000,
+      writeConcern: 'majority',
+      journal: true,
+      logger: pino({ level: 'silent' }),
+      indexRecheckMs: 3_600_000,
+      // The owner at its bound is looked at again only after this process's own delete, never because a second passed
+      // between two refusals (on a loaded machine FerretDB/SQLite took that long, and the count was one load more).
+      fullRecheckMs: 3_600_000,
+      // The bounds registry (outside-plants.ts) is read once, by the warm-up create, not by a measured operation.
+      boundsViewMs: 3_600_000,
+      monitorCommands: true,
+    });
     const repo = store.repository;
     try {
       await right(repo.ping);

@@ -67,10 +67,9 @@ const { test, subject, run } = suiteWith<Subject>(
       },
 );
 
-test('a create sends its insert as a retryable write (with a transaction number), bound or none', async (ctx) => {
-  const { uri } = subject(ctx);
-  const db = `plantstore_rs_${randomUUID().slice(0, 8)}`;
-  const store = mongodbPlantRepository({
+/** The adapter on that server, its commands monitored. */
+const storeAt = (uri: string, db: string) =>
+  mongodbPlantRepository({
     uri,
     db,
     timeoutMs: 10_000,
@@ -79,6 +78,11 @@ test('a create sends its insert as a retryable write (with a transaction number)
     logger: pino({ level: 'silent' }),
     monitorCommands: true,
   });
+
+test('a create sends its insert as a retryable write (with a transaction number), bound or none', async (ctx) => {
+  const { uri } = subject(ctx);
+  const db = `plantstore_rs_${randomUUID().slice(0, 8)}`;
+  const store = storeAt(uri, db);
   const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000 });
   const inserts: CommandStartedEvent[] = [];
   store.client.on('commandStarted', (e) => {
@@ -107,14 +111,7 @@ test('a create whose insert was cut on its way (a network error the driver label
   // Through the proxy: a direct connection, so that the driver keeps to it rather than to the host `hello` names.
   const uri = `mongodb://127.0.0.1:${proxy.port}/?directConnection=true`;
   const db = `plantstore_rs_${randomUUID().slice(0, 8)}`;
-  const store = mongodbPlantRepository({
-    uri,
-    db,
-    timeoutMs: 10_000,
-    writeConcern: 'majority',
-    journal: true,
-    logger: pino({ level: 'silent' }),
-  });
+  const store = storeAt(uri, db);
   const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 5000 });
   const owner = freshOwner('cut');
   try {

@@ -33,6 +33,9 @@ printf 'module plantsclient\n\ngo 1.24\n\nrequire github.com/oapi-codegen/runtim
 printf 'package main\n\nimport _ "github.com/oapi-codegen/runtime"\n\nfunc main() {}\n' >main.go
 go mod tidy >&2
 rm main.go
+# tidy fetches the modules' .mod and .zip files only; `go mod download` also fetches their .info files, without which
+# the offline check below (and the test's GOPROXY=off build) fails with "module lookup disabled" on a fresh machine.
+go mod download >&2
 cd - >/dev/null
 works || { echo "installed oapi-codegen $VERSION into $DIR but it does not run" >&2; exit 1; }
 echo "oapi-codegen $VERSION installed: $DIR" >&2

@@ -69,7 +69,7 @@ export interface Indexes {
    * needed, with the driver's error when the upkeep's attempt failed for another reason, or with the signal's reason
    * when it aborts (a request's deadline): a waiting request holds nothing after that.
    */
-  readonly ready: (need: IndexNeed, signal?: AbortSignal) => Promise<void>;
+  readonly ready: (need: IndexNeed, call?: { readonly signal: AbortSignal }) => Promise<void>;
   /**
    * Looks again whether the indexes are still there (one `listIndexes`); what is missing is put back in the
    * background. At most once per `recheckMs`, or now with `now` (the service's timer, which runs every `recheckMs`:
@@ -539,10 +539,11 @@ export const uniqueIndexes = (collection: Collection<Document>, options: IndexOp
     } else wake?.();
   };
 
-  const ready = (need: IndexNeed, signal?: AbortSignal): Promise<void> => {
+  const ready = (need: IndexNeed, call?: { readonly signal: AbortSignal }): Promise<void> => {
     if (satisfied(need)) return Promise.resolve();
     if (state.kind === 'refused') return Promise.reject(new IndexUnusable(state.problem));
     if (stopped) return Promise.reject(new IndexUnusable('the store is closed'));
+    const signal = call?.signal; // read only here: the caller's signal is made on demand
     signal?.throwIfAborted();
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => waiter.settle(signal?.reason);

@@ -1,9 +1,9 @@
 /**
- * Cost of parsing one POST /plants body in process, for each way the parser can get numbers' source text on this
- * runtime, beside lossless-json's parse (the parser before). Best of 5 batches; no network, no HTTP.
+ * Cost of parsing one POST /plants body in process, beside lossless-json's parse (the parser before). Best of 5
+ * batches; no network, no HTTP.
  */
 import { parse as losslessParse } from 'lossless-json';
-import { JSON_LIMITS, jsonParser, reviverSourceAvailable, type NumberSource } from '../adapters/http/server/json.js';
+import { parseJson } from '../adapters/http/server/json.js';
 
 /** A plant with ignored members (objects, numbers, strings, booleans) up to `bytes` long. */
 const withIgnoredMembers = (bytes: number): string => {
@@ -41,10 +41,10 @@ const usPerParse = (parse: (bytes: Buffer) => unknown, body: Buffer, budgetMs: n
 
 export const jsonParseCost = (smoke: boolean): void => {
   const budgetMs = smoke ? 10 : 200;
-  const parsers: Array<[string, (bytes: Buffer) => unknown]> = [];
-  const strategies: NumberSource[] = reviverSourceAvailable ? ['reviver-source', 'text-walk'] : ['text-walk'];
-  for (const numbers of strategies) parsers.push([numbers, jsonParser({ numbers, limits: JSON_LIMITS })]);
-  parsers.push(['lossless-json (before)', (bytes) => losslessParse(bytes.toString('utf8'))]);
+  const parsers: Array<[string, (bytes: Buffer) => unknown]> = [
+    ['ours', parseJson],
+    ['lossless-json (before)', (bytes) => losslessParse(bytes.toString('utf8'))],
+  ];
   console.log(`\nJSON body parse cost per body, in process (best of 5; node ${process.version})`);
   for (const [label, text] of Object.entries(BODIES)) {
     const body = Buffer.from(text);

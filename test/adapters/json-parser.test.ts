@@ -3,21 +3,14 @@ import * as E from 'fp-ts/lib/Either.js';
 import { LosslessNumber, parse as losslessParse } from 'lossless-json';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import {
-  JSON_LIMITS,
-  jsonParser,
-  numberSource,
-  REPEATED_MEMBER,
-  reviverSourceAvailable,
-  type NumberSource,
-} from '../../adapters/http/server/json.js';
+import { JSON_LIMITS, jsonParser, REPEATED_MEMBER } from '../../adapters/http/server/json.js';
 import { assertLinear, perCallMs, sized } from '../edge/cost.js';
 
 /**
- * The JSON body parser, once per way of getting numbers' source text. Both run the same properties: each input
- * text is generated from a model that also says what the parse must give (exact numbers, decoded strings,
- * `__proto__` as an own member, a 400 for any repeated member name), so both are held to one specification.
- * `reviver-source` needs Node 22+; on Node 20 its suite is skipped with the reason.
+ * The JSON body parser. Each input text is generated from a model that also says what the parse must give (exact
+ * numbers, decoded strings, `__proto__` as an own member, a 400 for any repeated member name); mutated texts are held
+ * to JSON.parse's grammar and, where the runtime offers source text to revivers (Node 22+), to an independent exact
+ * parse built on it.
  */
 
 type Model =
@@ -192,16 +185,9 @@ const assertSame = (
 const caseArb = fc.tuple(model, fc.array(fc.nat(9), { minLength: 1, maxLength: 16 }));
 const bytesOf = (text: string) => Buffer.from(text, 'utf8');
 
-const strategies: NumberSource[] = ['reviver-source', 'text-walk'];
-for (const numbers of strategies) {
-  const test = suite(`JSON body parser [numbers: ${numbers}]`);
-  if (numbers === 'reviver-source' && !reviverSourceAvailable) {
-    process.stdout.write(`\n  SKIPPED JSON body parser [${numbers}]: needs Node 22+ (running ${process.version})\n`);
-    test.skip('every property');
-    test.run();
-    continue;
-  }
-  const parse = jsonParser({ numbers, limits: JSON_LIMITS });
+{
+  const test = suite('JSON body parser');
+  const parse = jsonParser(JSON_LIMITS);
 
   test('every generated document parses to its model: exact numbers, decoded strings, own __proto__', () => {
     fc.assert(
@@ -321,15 +307,19 @@ for (const numbers of strategies) {
   test.run();
 }
 
-const both = suite('JSON body parser: the two number strategies');
-if (!reviverSourceAvailable) {
-  process.stdout.write(
-    `\n  SKIPPED JSON body parser strategies compared: needs Node 22+ (running ${process.version})\n`,
-  );
-  both.skip('give the same answer for every input, valid or not');
-} else {
-  const withReviver = jsonParser({ numbers: 'reviver-source', limits: JSON_LIMITS });
-  const withWalk = jsonParser({ numbers: 'text-walk', limits: JSON_LIMITS });
+/** Whether this runtime gives revivers the source text of primitives (JSON.parse source text access, Node 22+). */
+const reviverSourceAvailable: boolean = (() => {
+  let seen: unknown;
+  JSON.parse('12345678901234567890', (_key: string, value: unknown, context?: { source?: string }) => {
+    seen = context?.source;
+    return value;
+  });
+  return seen === '12345678901234567890';
+})();
+
+const mutations = suite('JSON body parser, on texts mostly not JSON any more');
+{
+  const parse = jsonParser(JSON_LIMITS);
   const ALPHABET = [...'{}[],:"\\ 0123456789-+.eEtrufalsn', '\\u00', 'é', '\u2028'];
   /** A generated document with a few random edits: mostly not JSON any more, in every possible way. */
   const mutated = fc
@@ -348,24 +338,56 @@ if (!reviverSourceAvailable) {
       return text;
     });
 
-  both('give the same answer for every input, valid or not, and refuse whatever JSON.parse refuses', () => {
+  /**
+   * JSON.parse's verdict on the text as the body's bytes carry it (a lone surrogate becomes U+FFFD in UTF-8), and with
+   * a reviver given numbers' source text (Node 22+), its exact value.
+   */
+  const oracle = (raw: string): { valid: boolean; value?: unknown } => {
+    const text = bytesOf(raw).toString('utf8');
+    try {
+      if (!reviverSourceAvailable) {
+        JSON.parse(text);
+        return { valid: true };
+      }
+      return {
+        valid: true,
+        value: JSON.parse(text, (_key: string, value: unknown, context?: { source?: string }) =>
+          typeof value === 'number' ? new LosslessNumber(context?.source as string) : value,
+        ),
+      };
+    } catch {
+      return { valid: false };
+    }
+  };
+
+  mutations('refuses what JSON.parse refuses, and accepts the rest unless a member name repeats', () => {
     fc.assert(
       fc.property(mutated, (text) => {
-        const a = withReviver(bytesOf(text));
-        assertSame(a, withWalk(bytesOf(text)), text);
-        let valid = true;
-        try {
-          JSON.parse(text);
-        } catch {
-          valid = false;
-        }
-        if (!valid) assert.ok(E.isLeft(a), text);
+        const got = parse(bytesOf(text));
+        const want = oracle(text);
+        if (!want.valid) assert.ok(E.isLeft(got), text);
+        else if (E.isLeft(got)) assert.is(got.left.reason, REPEATED_MEMBER, text);
       }),
       { numRuns: 5000 },
     );
   });
+
+  if (!reviverSourceAvailable) {
+    process.stdout.write(
+      `\n  SKIPPED JSON body parser against a reviver's source text: needs Node 22+ (running ${process.version})\n`,
+    );
+    mutations.skip('keeps every number exactly as JSON.parse with source text access sees it');
+  } else {
+    mutations('keeps every number exactly as JSON.parse with source text access sees it', () => {
+      fc.assert(
+        fc.property(mutated, (text) => {
+          const got = parse(bytesOf(text));
+          const want = oracle(text);
+          if (want.valid && E.isRight(got)) assertSame(got, E.right(want.value), text);
+        }),
+        { numRuns: 5000 },
+      );
+    });
+  }
 }
-both('the service uses source text access where the runtime offers it', () => {
-  assert.is(numberSource, reviverSourceAvailable ? 'reviver-source' : 'text-walk');
-});
-both.run();
+mutations.run();

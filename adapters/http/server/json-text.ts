@@ -100,7 +100,7 @@ const isNumberPart = (c: number): boolean =>
   (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45;
 
 /**
- * Node 20: walks `text` (valid JSON, no duplicate member, and `root` is what JSON.parse made of it) alongside `root`,
+ * Walks `text` (valid JSON, no duplicate member, and `root` is what JSON.parse made of it) alongside `root`,
  * replacing each number by a LosslessNumber of its source text. Linear: one pass, each member name read once
  * (through JSON.parse only when it holds an escape).
  */

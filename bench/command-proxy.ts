@@ -26,6 +26,8 @@ export interface CommandCounts {
   /** Documents those commands carried (the service sends the creates of one turn in one command). */
   plantDocuments: number;
   finds: number;
+  /** `find` commands on `plants` (an id lookup, a load of an owner's slots, a look): each a scan of it on FerretDB. */
+  plantFinds: number;
   /** Handshakes and heartbeats (`hello`, `isMaster`). */
   monitoring: number;
   byName: Record<string, number>;
@@ -41,6 +43,7 @@ export const noCounts = (): CommandCounts => ({
   plantInserts: 0,
   plantDocuments: 0,
   finds: 0,
+  plantFinds: 0,
   monitoring: 0,
   byName: {},
   byApp: {},
@@ -53,6 +56,7 @@ export const addCounts = (a: CommandCounts, b: CommandCounts): void => {
   a.plantInserts += b.plantInserts;
   a.plantDocuments += b.plantDocuments;
   a.finds += b.finds;
+  a.plantFinds += b.plantFinds;
   a.monitoring += b.monitoring;
   for (const [name, n] of Object.entries(b.byName)) a.byName[name] = (a.byName[name] ?? 0) + n;
   for (const [app, names] of Object.entries(b.byApp)) {
@@ -184,9 +188,15 @@ export const startCommandProxy = async (targetPort: number, targetHost = '127.0.
           counts.plantDocuments += documentsOf(message, command);
         }
         if (name === 'find') counts.finds++;
+        // Finds on `plants` apart from the bookkeeping's (bounds, sweeps, locks), in count and in time answered.
+        const plantFind = name === 'find' && command?.['find'] === 'plants';
+        if (plantFind) counts.plantFinds++;
         // moreToCome (bit 1): no reply will come.
         if (!(message.readInt32LE(12) === OP_MSG && message.readUInt32LE(16) & 2))
-          unanswered.set(key(message.readInt32LE(4)), { name, at: performance.now() });
+          unanswered.set(key(message.readInt32LE(4)), {
+            name: plantFind ? 'find plants' : name,
+            at: performance.now(),
+          });
       });
       const readDown = framer((message) => {
         const k = key(message.readInt32LE(8));

@@ -316,6 +316,10 @@ const timings = (counts: CommandCounts) =>
     .map(([name, t]) => `${name} ${t.n} ${fmt(t.total / t.n, 0)}/${fmt(t.max, 0)} ms`)
     .join(', ');
 
+/** Only the entry `name` of a record (an empty record when it has none). */
+const onlyEntry = <T>(record: Record<string, T>, name: string): Record<string, T> =>
+  record[name] === undefined ? {} : { [name]: record[name] as T };
+
 /** Loads of an owner's slots: the finds the adapter's pool for them (appName `plant-store-slots`) sent. */
 const loadsOf = (counts: CommandCounts) => counts.byApp['plant-store-slots']?.['find'] ?? 0;
 
@@ -410,7 +414,7 @@ const manyOwners = async () => {
       const rate = sum.http.ok / (sum.http.ms / 1000);
       const perCreate = counts.commands / sum.http.tried;
       console.log(
-        `  ${label}, round ${round}: bare ${fmt(bareRate, 0)}/s (${fmt(bareCounts.commands / sum.bare.ok)} commands per insert), HTTP ${fmt(rate, 0)}/s (${fmt(rate / bareRate)} of bare), ${fmt(perCreate)} commands, ${fmt(counts.finds / sum.http.tried, 3)} finds and ${fmt(loadsOf(counts) / sum.http.tried, 3)} loads per create, p50 ${fmt(median(latencies), 1)} ms, p99 ${fmt(quantile(latencies, 0.99), 0)} ms, max ${fmt(quantile(latencies, 1), 0)} ms; CPU per create: the services ${fmt((cpu.services / sum.http.tried) * 1e6, 0)} µs, this process ${fmt((cpu.http / sum.http.tried) * 1e6, 0)} µs (${fmt((cpu.bare / sum.bare.ok) * 1e6, 0)} µs per bare insert); not 200: ${others(statuses)}; ${JSON.stringify(counts.byApp)}`,
+        `  ${label}, round ${round}: bare ${fmt(bareRate, 0)}/s (${fmt(bareCounts.commands / sum.bare.ok)} commands per insert), HTTP ${fmt(rate, 0)}/s (${fmt(rate / bareRate)} of bare), ${fmt(perCreate)} commands, ${fmt(counts.finds / sum.http.tried, 3)} finds (${counts.plantFinds} of plants: ${timings({ ...counts, answeredMs: onlyEntry(counts.answeredMs, 'find plants') }) || 'none'}) and ${fmt(loadsOf(counts) / sum.http.tried, 3)} loads per create, p50 ${fmt(median(latencies), 1)} ms, p99 ${fmt(quantile(latencies, 0.99), 0)} ms, max ${fmt(quantile(latencies, 1), 0)} ms; CPU per create: the services ${fmt((cpu.services / sum.http.tried) * 1e6, 0)} µs, this process ${fmt((cpu.http / sum.http.tried) * 1e6, 0)} µs (${fmt((cpu.bare / sum.bare.ok) * 1e6, 0)} µs per bare insert); not 200: ${others(statuses)}; ${JSON.stringify(counts.byApp)}`,
       );
       if (round === P.rounds)
         table.push(

@@ -304,6 +304,38 @@ test('after two refusals a create tries three slots at once, and its plant is st
   assert.is(fake.countOf('ines'), 1);
 });
 
+/** A store whose first `refusals` inserts are refused as another process's plants in those slots. */
+const refusing = (fake: ReturnType<typeof fakeStore>, refusals: number): SlotStore => ({
+  ...fake.store,
+  insert: async (owner, plant, slot) => {
+    if (owner === 'ines' && refusals > 0) {
+      refusals--;
+      return 'slot-taken';
+    }
+    return fake.store.insert(owner, plant, slot);
+  },
+});
+
+for (const [refusals, loads] of [
+  [2, 0],
+  [5, 1],
+] as const) {
+  test(`an owner whose state pushed another out of the budget is loaded only from 4 refusals: ${refusals} refusals, ${loads} load`, async () => {
+    const fake = fakeStore();
+    const slots = ownerSlots(refusing(fake, refusals), fake.outside, {
+      budgetBytes: new OwnerState(100).bytes, // one owner at a time
+      fullRecheckMs: 60_000,
+    });
+    await slots.insert('filler', 100, plantOf(0), noDeadline, later()); // first seen with room: loaded
+    await new Promise((resolve) => setImmediate(resolve));
+    const before = fake.sent['load'] ?? 0;
+    assert.is((await slots.insert('ines', 100, plantOf(1), noDeadline, later()))?._tag, 'Inserted');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.is((fake.sent['load'] ?? 0) - before, loads);
+    assert.is(fake.countOf('ines'), 1);
+  });
+}
+
 test('a plant stored twice by one create (the id index missing, not yet noticed) keeps one copy', async () => {
   const fake = fakeStore();
   let refusals = 2;

@@ -338,13 +338,16 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     bytes -= old.weight;
   };
 
-  /** The owner's state under `max`, most recently used now; a new one (nothing known yet) when none is held. */
-  const stateOf = (owner: string, max: number): { state: OwnerState; room: boolean } => {
+  /**
+   * The owner's state under `max`, most recently used now; a new one (nothing known yet) when none is held. `room`: it is
+   * new and the budget held it without pushing another owner out; `displaced`: it is new and pushed another owner out.
+   */
+  const stateOf = (owner: string, max: number): { state: OwnerState; room: boolean; displaced: boolean } => {
     const entry = states.get(owner);
     if (entry !== undefined && entry.state.max === max && entry.state.generation === generation) {
       states.delete(owner);
       states.set(owner, entry);
-      return { state: entry.state, room: false };
+      return { state: entry.state, room: false, displaced: false };
     }
     forget(owner);
     const state = new OwnerState(max, generation);
@@ -354,7 +357,7 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
     states.set(owner, { state, weight: state.bytes });
     bytes += state.bytes;
     evictFor(owner);
-    return { state, room };
+    return { state, room, displaced: !room };
   };
 
   /** Loads the owner into its state; concurrent callers share one load, which outlives the requests waiting on it. */
@@ -460,7 +463,7 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       bytes = 0;
     }
     if (!Number.isFinite(max)) return insertUnbounded(owner, plant, check, giveUpAt);
-    const { state, room } = stateOf(owner, max);
+    const { state, room, displaced } = stateOf(owner, max);
     if (!state.clean && known.risky !== undefined && !known.risky.has(owner)) {
       // The sweep found no outside plant of this owner, and none has come into being since (one bound in force): no
       // look. With room in the budget the owner is loaded all the same: its count, and where its room is, are worth one
@@ -633,7 +636,12 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       // after 8 refusals, 60 after 4). Slots found taken meanwhile are marked, and an owner believed full is answered
       // as below. It waits for the load (within half the time it has left) only after 4 refusals of an owner it never
       // loaded: it knows nothing of the owner's fill then.
-      if (!state.complete || !fresh(state) || state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS) {
+      // A state this create made by pushing another owner out (more active owners than the budget holds) is not loaded
+      // before 4 refusals: it is likely pushed out again before the owner's next create here, and on FerretDB each load
+      // is a scan of the collection (round-robin over 8 times the owners held: 4 to 7 loads a round, each 0.1 to 0.3 s
+      // of FerretDB's time, for states gone before they served again).
+      const transient = displaced && !state.complete && collisions < 4;
+      if (!transient && (!state.complete || !fresh(state) || state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS)) {
         loadSoon(owner, state);
       }
       if (!state.complete && collisions >= 4) {

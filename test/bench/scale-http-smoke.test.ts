@@ -22,7 +22,7 @@ test('prints a line for each case and the table; the proxy counts one command pe
   );
   assert.is(code, 0, `exit ${String(code)}: ${err}\n${out}`);
   for (const line of [
-    /^ {2}uniform, round 1: bare \d+\/s \(1\.00 commands per insert\), HTTP \d+\/s .* [\d.]+ commands, [\d.]+ finds and [\d.]+ loads per create/m,
+    /^ {2}uniform, round 1: bare \d+\/s \(1\.00 commands per insert\), HTTP \d+\/s .* [\d.]+ commands, [\d.]+ finds \(\d+ of plants: [^)]*\) and [\d.]+ loads per create/m,
     /^ {2}Zipf, round 1: bare \d+\/s \(1\.00 commands per insert\)/m,
     /^ {2}round-robin, round 1: bare \d+\/s \(1\.00 commands per insert\)/m,
     /^b\. 20 owners first seen empty, grown to 10 plants each through one process .* heap used after a full GC [\d.]+ MiB before, [\d.]+ MiB after/m,

@@ -638,7 +638,7 @@ export const ownerSlots = (store: SlotStore, outside: ReturnType<typeof outsideP
       // loaded: it knows nothing of the owner's fill then.
       // A state this create made by pushing another owner out (more active owners than the budget holds) is not loaded
       // before 4 refusals: it is likely pushed out again before the owner's next create here, and on FerretDB each load
-      // is a scan of the collection (round-robin over 8 times the owners held: 4 to 7 loads a round, each 0.1 to 0.3 s
+      // is a scan of the collection (round-robin over 8 times the owners held: 4 to 8 loads a round, each 0.1 to 0.3 s
       // of FerretDB's time, for states gone before they served again).
       const transient = displaced && !state.complete && collisions < 4;
       if (!transient && (!state.complete || !fresh(state) || state.collisionsSinceLoad >= RELOAD_AFTER_COLLISIONS)) {

@@ -197,4 +197,51 @@ test("a socket's handle counts the bytes of a write in progress the kernel has n
   );
 });
 
+test('a body that came with its headers is in the request buffer a turn of microtasks later; read() takes it whole, and the connection serves on without its end being read', async () => {
+  const post = (body: string) =>
+    `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const bodies = ['{"id":1,"name":"a"}', '{"id":2,"name":"é"}', '{"id":3,"name":"c"}'];
+  let whole = 0;
+  await withServer(
+    (req, res) => {
+      // As body.ts reads it: after the handler's first awaits, before anything else touched the request's stream.
+      void Promise.resolve().then(() => {
+        const length = Number(req.headers['content-length']);
+        if (req.readableLength === length && req.readableFlowing === null) {
+          whole++;
+          const body: unknown = req.read();
+          res.end(body instanceof Buffer ? body : 'not one buffer');
+          return;
+        }
+        const chunks: Buffer[] = [];
+        req.on('data', (chunk: Buffer) => chunks.push(chunk)).on('end', () => res.end(Buffer.concat(chunks)));
+      });
+    },
+    async (_server, port) => {
+      const client = connect(port, '127.0.0.1');
+      await new Promise((resolve) => client.once('connect', resolve));
+      let got = '';
+      client.on('data', (chunk: Buffer) => (got += chunk.toString('utf8')));
+      try {
+        // One keep-alive connection, each request in one write once the response before it has come.
+        for (const [i, body] of bodies.entries()) {
+          client.write(post(body));
+          await eventually(`response ${i + 1}`, () => got.split('HTTP/1.1 200').length === i + 2);
+        }
+      } finally {
+        client.destroy();
+      }
+      assert.equal(
+        got
+          .split('HTTP/1.1 200')
+          .slice(1)
+          .map((r) => r.slice(r.indexOf('\r\n\r\n') + 4)),
+        bodies,
+        'each body echoed whole, in order',
+      );
+      assert.is(whole, bodies.length, 'each body was in the buffer, whole, when read');
+    },
+  );
+});
+
 test.run();

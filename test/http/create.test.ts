@@ -4,6 +4,7 @@ import { JSON_LIMITS } from '../../adapters/http/server/json.js';
 import { downRepository } from '../support/fakes.js';
 import { httpSuite, rawRequest, type Service, serviceSuite } from '../support/http.js';
 import { storageBackends } from '../support/storage-backends.js';
+import { openWire } from '../edge/wire.js';
 
 /** An id no other test of the suite uses (tests share one service and owner, never a counter). */
 const anId = (): number => randomInt(1, 2 ** 47);
@@ -271,6 +272,43 @@ for (const backend of storageBackends()) {
     );
     assert.is(res.status, 200);
     assert.is(res.body, '{"name":"chunked"}');
+  });
+
+  test('a body that comes after its headers, in pieces, is read as it arrives', async ({ svc }) => {
+    const id = anId();
+    const body = `{"id": ${id}, "name": "late"}`;
+    const res = await rawRequest(
+      svc.port,
+      [
+        `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+        body.slice(0, 9),
+        body.slice(9),
+      ],
+      20,
+    );
+    assert.is(res.status, 200);
+    assert.is(res.body, '{"name":"late"}');
+  });
+
+  test('bodies sent with their headers, three requests in one write, are each read whole on the one connection', async ({
+    svc,
+  }) => {
+    const ids = [anId(), anId(), anId()];
+    const request = (id: number) => {
+      const body = `{"id": ${id}, "name": "with head ${id}"}`;
+      return `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    };
+    const wire = await openWire(svc.port);
+    try {
+      wire.write(ids.map(request).join(''));
+      await wire.response(3);
+      assert.equal(
+        wire.responses().map((r) => [r.status, r.body]),
+        ids.map((id) => [200, `{"name":"with head ${id}"}`]),
+      );
+    } finally {
+      wire.destroy();
+    }
   });
 
   test('a retried identical create is 200 with the stored plant; a different one is 409 and changes nothing', async ({

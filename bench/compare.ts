@@ -22,6 +22,12 @@ const [which = 'both', roundsArg = '5', secondsArg = '5'] = firstOption < 0 ? []
 const rounds = Number(roundsArg);
 const seconds = Number(secondsArg);
 const here = join(dirname(fileURLToPath(import.meta.url)), '..');
+/**
+ * RATE=<req/s>: every server gets the same open load at that rate instead of as many requests as it serves. Saturated,
+ * a slower server also pays the kernel's cost of waking the load generator on more of its writes (it finds it idle
+ * more often), which a server answering at the same rate does not.
+ */
+const rate = process.env['RATE'] === undefined ? undefined : Number(process.env['RATE']);
 const project = resolve(here, '..');
 if (targets.length < 2) throw new Error('usage: compare.js <A> <B> [<C> ...] [get|post|both] [rounds] [seconds]');
 
@@ -73,6 +79,7 @@ const drive = (server: Target, method: 'GET' | 'POST', secs: number, firstId: nu
       seconds: secs,
       connections: 32,
       firstId,
+      ...(rate === undefined ? {} : { rate }),
     };
     const before = cpuSecondsOf(server.child.pid) ?? 0;
     const child = spawn(process.execPath, [join(here, 'bench/load.js'), JSON.stringify(spec)], {
@@ -98,7 +105,7 @@ const names = targets.map((_, i) => String.fromCharCode(65 + i));
 const servers: Target[] = [];
 for (const [i, target] of targets.entries()) servers.push(await start(target, names[i] as string));
 for (const [i, target] of targets.entries()) console.log(`${names[i]} ${target}`);
-console.log(`${rounds} rounds of ${seconds} s, 32 connections, in turn`);
+console.log(`${rounds} rounds of ${seconds} s, 32 connections${rate === undefined ? '' : `, ${rate} req/s`}, in turn`);
 const methods =
   which === 'both' ? (['GET', 'POST'] as const) : which === 'post' ? (['POST'] as const) : (['GET'] as const);
 for (const method of methods) {

@@ -19,6 +19,8 @@ interface LoadSpec {
   readonly firstId?: number;
   readonly amount?: number;
   readonly probe?: number;
+  /** Requests per second over all connections (autocannon's overallRate): an open load instead of as fast as served. */
+  readonly rate?: number;
 }
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
@@ -54,6 +56,7 @@ if (spec.probe !== undefined) {
 const result = await autocannon({
   url: spec.url,
   connections: spec.connections,
+  ...(spec.rate === undefined ? {} : { overallRate: spec.rate }),
   // With an amount, the results come at the first sample after the last answer: sampled often, that is at once.
   ...(spec.amount === undefined ? { duration: spec.seconds } : { amount: spec.amount, sampleInt: 50 }),
   method: spec.method,

@@ -66,8 +66,9 @@ export const readBody = (
     // once. Node frames the message by its Content-Length, so no byte of the next request is among these. The request
     // is left there: the end-of-body mark Node pushes next is not read, so its 'end' and 'close' are not emitted, and
     // nothing here waits for them (Node parses and serves the next request on the connection regardless; see
-    // test/edge/node-internals.test.ts). Flowing the stream to its end costs a POST about 10,000 instructions of 160,000
-    // (bench/instructions.js, docs/performance.md, round 5); a body still arriving is read below, as it comes.
+    // test/edge/node-internals.test.ts). Reading it through stream events instead cost a POST 11,000 of 169,000
+    // instructions on Node 24 and 17,000 of 170,000 on Node 20, and resuming the stream after read() so that it ends
+    // 6,000 (bench/instructions.js; docs/performance.md, round 5). A body still arriving is read below, as it comes.
     const buffered: unknown = req.read();
     if (budget !== undefined) budget.give(held);
     return Promise.resolve(E.right(buffered instanceof Buffer ? buffered : EMPTY));

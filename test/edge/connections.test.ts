@@ -45,6 +45,49 @@ it('a connection with more pipelined requests unanswered than the limit is close
   }
 });
 
+/** A create whose body comes in the same write as its headers (every small body a client sends). */
+const post = (svc: Service, id: number) => {
+  const body = `{"id":${id},"name":"pipelined"}`;
+  return `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nX-Request-Id: post-${id}\r\n\r\n${body}`;
+};
+const someIds = (n: number) => {
+  const first = 1_000_000 + Math.floor(Math.random() * 1e9);
+  return Array.from({ length: n }, (_, i) => first + i);
+};
+
+it('small POSTs pipelined up to MAX_PIPELINED_REQUESTS in one write are all answered, in order', async (svc) => {
+  const ids = someIds(4);
+  const wire = await openWire(svc.port);
+  try {
+    wire.write(ids.map((id) => post(svc, id)).join(''));
+    await wire.response(4);
+    assert.equal(
+      wire.responses().map((r) => `${r.status} ${r.headers['x-request-id']}`),
+      ids.map((id) => `200 post-${id}`),
+    );
+    assert.not.ok(wire.isClosed());
+  } finally {
+    wire.destroy();
+  }
+});
+
+it('small POSTs pipelined in one write count against the limit as GETs do: past it the connection is closed, and it is logged', async (svc) => {
+  const logged = svc.logs().filter((l) => l['code'] === 'PIPELINE_LIMIT').length;
+  const wire = await openWire(svc.port);
+  try {
+    wire.write(
+      someIds(40)
+        .map((id) => post(svc, id))
+        .join(''),
+    );
+    await wire.closed(5000);
+    assert.ok(wire.responses().length <= 4, `at most 4 answered, got ${wire.responses().length}`);
+    assert.is(svc.logs().filter((l) => l['code'] === 'PIPELINE_LIMIT').length, logged + 1);
+  } finally {
+    wire.destroy();
+  }
+});
+
 it('a request asking for an Upgrade is answered and the connection closed, so nothing pipelined behind it goes unanswered', async (svc) => {
   const wire = await openWire(svc.port);
   try {

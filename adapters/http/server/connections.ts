@@ -15,6 +15,8 @@ export interface Connection {
   lingerFrom: number;
   /** The response the app is producing or the socket is still sending; the next request waits for it to close. */
   serving: ServerResponse | undefined;
+  /** The turn of the event loop (server.ts) in which a request of this connection was last served from the parser. */
+  servedInTurn: number;
   /** Requests read while another was being served, in order. */
   readonly waiting: Array<{ readonly req: IncomingMessage; readonly res: ServerResponse }>;
   /** Responses of this connection not yet closed: settled when the socket closes, whether or not they were sent. */
@@ -34,6 +36,7 @@ export const connectionStates = () => {
         lingering: false,
         lingerFrom: 0,
         serving: undefined,
+        servedInTurn: -1,
         waiting: [],
         open: new Set(),
       };

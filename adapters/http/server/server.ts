@@ -146,6 +146,21 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     handler(req, res);
   };
 
+  /**
+   * Serves a request in a later turn of the event loop (see `serveQueued`). The connection stays taken by it until it
+   * is served, so that none read meanwhile goes first.
+   */
+  const serveLater = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
+    conn.serving = res;
+    queued.push(() => {
+      if (!socket.destroyed) serve(socket, conn, req, res);
+    });
+    if (!queueScheduled) {
+      queueScheduled = true;
+      setImmediate(serveQueued);
+    }
+  };
+
   /** A response closed (sent, or its connection gone): counted out, and the next waiting request is served. */
   const settle = (socket: Socket, conn: Connection, res: ServerResponse): void => {
     if (!conn.open.delete(res)) return;
@@ -154,16 +169,8 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     if (conn.serving !== res) return;
     sent(socket);
     const next = conn.waiting.shift();
-    // The connection stays taken by the next request until it is served, so that none read meanwhile goes first.
-    conn.serving = next?.res;
-    if (next === undefined) return;
-    queued.push(() => {
-      if (!socket.destroyed) serve(socket, conn, next.req, next.res);
-    });
-    if (!queueScheduled) {
-      queueScheduled = true;
-      setImmediate(serveQueued);
-    }
+    conn.serving = undefined;
+    if (next !== undefined) serveLater(socket, conn, next.req, next.res);
   };
 
   /**
@@ -174,6 +181,28 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
    */
   const queued: Array<() => void> = [];
   let queueScheduled = false;
+
+  /**
+   * Turns of the event loop, counted while requests are read: a connection has at most one request served straight
+   * from the parser per turn, and a later one read in the same turn is served from the queue. A response can be done
+   * before Node parses the next request of the same read (Node runs the microtasks between a request's body and its
+   * end, and a body already read is taken at once, body.ts): without this, a client pipelining small POSTs in one
+   * write would have each served and finished before the next is parsed, so that no request ever waited, none was
+   * counted against `maxPipelinedRequests`, and a whole read was served in one turn, however long.
+   */
+  let turn = 0;
+  let turnEnds = false;
+  const endTurn = (): void => {
+    turn += 1;
+    turnEnds = false;
+  };
+  const currentTurn = (): number => {
+    if (!turnEnds) {
+      turnEnds = true;
+      setImmediate(endTurn);
+    }
+    return turn;
+  };
   const serveQueued = (): void => {
     for (const run of queued.splice(0, QUEUED_PER_TURN)) run();
     queueScheduled = queued.length > 0;
@@ -225,8 +254,11 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
       conn.closing = true;
       res.shouldKeepAlive = false;
     }
-    if (conn.serving === undefined) serve(socket, conn, req, res);
-    else conn.waiting.push({ req, res });
+    if (conn.serving !== undefined) return void conn.waiting.push({ req, res });
+    const now = currentTurn();
+    if (conn.servedInTurn === now) return serveLater(socket, conn, req, res);
+    conn.servedInTurn = now;
+    serve(socket, conn, req, res);
   };
 
   const bodyBudget = byteBudget(limits.maxBodyBytes);

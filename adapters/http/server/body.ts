@@ -68,7 +68,9 @@ export const readBody = (
     // nothing here waits for them (Node parses and serves the next request on the connection regardless; see
     // test/edge/node-internals.test.ts). Reading it through stream events instead cost a POST 11,000 of 169,000
     // instructions on Node 24 and 17,000 of 170,000 on Node 20, and resuming the stream after read() so that it ends
-    // 6,000 (bench/instructions.js; docs/performance.md, round 5). A body still arriving is read below, as it comes.
+    // 6,000 (bench/instructions.js; docs/performance.md, round 5). The response may so be done before Node parses
+    // the next request of the same read: server.ts serves a connection at most one request a turn straight from what
+    // was read (`currentTurn`), so pipelined requests still wait and count. A body still arriving is read below.
     const buffered: unknown = req.read();
     if (budget !== undefined) budget.give(held);
     return Promise.resolve(E.right(buffered instanceof Buffer ? buffered : EMPTY));

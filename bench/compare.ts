@@ -6,7 +6,8 @@
  * ../shared/bench/contract-floor-server.mjs or a Fastify peer's server.mjs, run with PORT, HOST, AUTH_TOKENS and
  * PROJECT, this project, from which the contract floor loads pino). Each target after the first is compared with A:
  * per round, B/A of the CPU per request, and the median of those ratios (steadier than the ratio of medians on a busy
- * machine, where a round's load touches every server of the round alike).
+ * machine, where a round's load touches every server of the round alike). RATE=<req/s> drives each server with an
+ * open load at that rate instead of saturating it (see `rate` below).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { basename, dirname, join, resolve } from 'node:path';

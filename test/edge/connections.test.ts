@@ -88,6 +88,21 @@ it('small POSTs pipelined in one write count against the limit as GETs do: past 
   }
 });
 
+it('POSTs without a token, their bodies pipelined in one write, close at the limit too (each 401 is done before the next is parsed)', async (svc) => {
+  const logged = svc.logs().filter((l) => l['code'] === 'PIPELINE_LIMIT').length;
+  const body = '{"id":1,"name":"x"}';
+  const unauthenticated = `POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  const wire = await openWire(svc.port);
+  try {
+    wire.write(unauthenticated.repeat(40));
+    await wire.closed(5000);
+    assert.ok(wire.responses().length <= 4, `at most 4 answered, got ${wire.responses().length}`);
+    assert.is(svc.logs().filter((l) => l['code'] === 'PIPELINE_LIMIT').length, logged + 1);
+  } finally {
+    wire.destroy();
+  }
+});
+
 it('a request asking for an Upgrade is answered and the connection closed, so nothing pipelined behind it goes unanswered', async (svc) => {
   const wire = await openWire(svc.port);
   try {

@@ -71,36 +71,33 @@ it('small POSTs pipelined up to MAX_PIPELINED_REQUESTS in one write are all answ
   }
 });
 
-it('small POSTs pipelined in one write count against the limit as GETs do: past it the connection is closed, and it is logged', async (svc) => {
+/** Writes `requests` at once and checks the connection is closed at the limit, with one PIPELINE_LIMIT line. */
+const closedAtTheLimit = async (svc: Service, requests: string): Promise<void> => {
   const logged = svc.logs().filter((l) => l['code'] === 'PIPELINE_LIMIT').length;
   const wire = await openWire(svc.port);
   try {
-    wire.write(
-      someIds(40)
-        .map((id) => post(svc, id))
-        .join(''),
-    );
+    wire.write(requests);
     await wire.closed(5000);
     assert.ok(wire.responses().length <= 4, `at most 4 answered, got ${wire.responses().length}`);
     assert.is(svc.logs().filter((l) => l['code'] === 'PIPELINE_LIMIT').length, logged + 1);
   } finally {
     wire.destroy();
   }
+};
+
+it('small POSTs pipelined in one write count against the limit as GETs do: past it the connection is closed, and it is logged', async (svc) => {
+  await closedAtTheLimit(
+    svc,
+    someIds(40)
+      .map((id) => post(svc, id))
+      .join(''),
+  );
 });
 
 it('POSTs without a token, their bodies pipelined in one write, close at the limit too (each 401 is done before the next is parsed)', async (svc) => {
-  const logged = svc.logs().filter((l) => l['code'] === 'PIPELINE_LIMIT').length;
   const body = '{"id":1,"name":"x"}';
   const unauthenticated = `POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
-  const wire = await openWire(svc.port);
-  try {
-    wire.write(unauthenticated.repeat(40));
-    await wire.closed(5000);
-    assert.ok(wire.responses().length <= 4, `at most 4 answered, got ${wire.responses().length}`);
-    assert.is(svc.logs().filter((l) => l['code'] === 'PIPELINE_LIMIT').length, logged + 1);
-  } finally {
-    wire.destroy();
-  }
+  await closedAtTheLimit(svc, unauthenticated.repeat(40));
 });
 
 it('a request asking for an Upgrade is answered and the connection closed, so nothing pipelined behind it goes unanswered', async (svc) => {

@@ -34,6 +34,14 @@ const connections = Number(process.env['CONNECTIONS'] ?? 8);
  * of 6 and 14 without it, mostly compiler and GC threads). NODE_FLAGS='' counts with V8's defaults.
  */
 const nodeFlags = (process.env['NODE_FLAGS'] ?? '--single-threaded').split(' ').filter((f) => f !== '');
+/**
+ * CACHE_SIM=1: callgrind also simulates the caches and the branch predictor (valgrind's model: 32 KiB L1 for code and
+ * for data, one last level) and prints their misses per request beside the instructions. Two servers can run nearly the
+ * same instructions and differ much more in CPU time: on 2026-11-27 a GET of the service ran 1.13 times the contract
+ * floor's instructions, 1.32 times its L1 code misses, 1.46 times its L1 data misses and 1.40 times its mispredicted
+ * branches, and 1.33 times its CPU time (docs/performance.md, round 6). Slower than a plain count (about 1.5 times).
+ */
+const cacheSim = process.env['CACHE_SIM'] === '1';
 const here = join(dirname(fileURLToPath(import.meta.url)), '..');
 const project = resolve(here, '..');
 
@@ -50,6 +58,7 @@ const server = spawn(
   'valgrind',
   [
     '--tool=callgrind',
+    ...(cacheSim ? ['--cache-sim=yes', '--branch-sim=yes'] : []),
     '--smc-check=all-non-file', // V8 writes the code it runs
     '--instr-atstart=no',
     `--callgrind-out-file=${join(workDir, 'callgrind.out.%p')}`,
@@ -133,10 +142,21 @@ for (let i = 0; dump === undefined; i++) {
 const text = readFileSync(join(workDir, dump), 'utf8');
 // KEEP_DUMP=<file>: the dump is kept there, for callgrind_annotate (functions by instructions).
 if (process.env['KEEP_DUMP'] !== undefined) copyFileSync(join(workDir, dump), process.env['KEEP_DUMP']);
-const totals = /^(?:summary|totals): (\d+)/m.exec(text);
+const totals = /^(?:summary|totals): ([\d ]+)$/m.exec(text);
 if (totals === null) throw new Error('no totals in the dump');
-const ir = Number(totals[1]);
+const counts = (totals[1] ?? '').split(' ').map(Number);
+const ir = counts[0] ?? 0;
 console.log(
   `${route} ${target}: ${counted.requests} requests (${counted.bad} not 2xx), ${(ir / counted.requests).toFixed(0)} instructions per request`,
 );
+if (cacheSim) {
+  // The dump names its counters in order (Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim).
+  const names = (/^events: (.+)$/m.exec(text)?.[1] ?? '').split(' ');
+  const per = (name: string) => (counts[names.indexOf(name)] ?? NaN) / counted.requests;
+  console.log(
+    `  per request: L1 code misses ${per('I1mr').toFixed(0)}, L1 data misses ${(per('D1mr') + per('D1mw')).toFixed(0)}` +
+      ` (reads ${per('D1mr').toFixed(0)}), mispredicted branches ${(per('Bcm') + per('Bim')).toFixed(0)}` +
+      ` (indirect ${per('Bim').toFixed(0)}), last-level misses ${(per('ILmr') + per('DLmr') + per('DLmw')).toFixed(0)}`,
+  );
+}
 process.exit(0);

@@ -196,4 +196,27 @@ test('a response sent while draining says Connection: close, so that no client o
   }
 });
 
+test('a connection that has not sent a byte (a preconnect, a TCP check) does not hold the shutdown', async () => {
+  const svc = runNode('bootstrap/main.js', { ...base, SHUTDOWN_TIMEOUT_MS: '20000' });
+  try {
+    const port = await listening(svc);
+    const silent = connect(port, '127.0.0.1');
+    silent.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => silent.once('close', () => resolve()));
+    await new Promise<void>((resolve) => silent.once('connect', () => resolve()));
+    // Served on another connection after the silent one was accepted (both wait in the same backlog).
+    assert.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+    const sent = Date.now();
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+    assert.ok(Date.now() - sent < 5_000, `stopped in ${Date.now() - sent} ms, not at the 20 s bound`);
+    await within(1000, 'the silent connection closed', closed);
+    assert.match(svc.stdout(), /"msg":"in-flight requests finished"/);
+    assert.not.match(svc.stdout(), /shutdown bound reached/);
+  } finally {
+    svc.child.kill('SIGKILL');
+    await svc.exited;
+  }
+});
+
 test.run();

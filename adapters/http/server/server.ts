@@ -60,7 +60,10 @@ const drainOf = new WeakMap<Server, () => void>();
 
 /**
  * From now on every connection of the server closes after the last response it owes, which says `Connection: close`:
- * for a shutdown, so that no client or balancer sends another request on a connection about to close.
+ * for a shutdown, so that no client or balancer sends another request on a connection about to close. A connection
+ * that has not sent a byte yet (a browser's preconnect, a balancer's TCP check) owes nothing and is closed at once:
+ * Node's `closeIdleConnections` counts it as busy from the moment it was accepted, and `server.close()` stops the
+ * checks that would have timed it out, so it would otherwise hold the shutdown to its bound.
  */
 export const closeAfterResponses = (server: Server): void => drainOf.get(server)?.();
 
@@ -110,8 +113,9 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
   drainOf.set(server, () => {
     draining = true;
     for (const socket of sockets) {
-      const last = connectionOf(socket).last?.res;
-      if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
+      const conn = connectionOf(socket);
+      if (conn.last === undefined && socket.bytesRead === 0) socket.destroy();
+      else if (conn.last !== undefined && !conn.last.res.headersSent) conn.last.res.shouldKeepAlive = false;
     }
   });
 

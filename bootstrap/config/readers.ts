@@ -1,6 +1,9 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
 
 /**
  * How one environment variable is read: its reader (raw text to value, or what is wrong with it), default, example
@@ -106,10 +109,23 @@ export const readOneOf =
 export const readHost = (raw: string) =>
   /^[A-Za-z0-9.:_-]{1,253}$/.test(raw) ? E.right(raw) : E.left('must be a host name or IP address');
 
-export const readMongoUri = (raw: string) =>
-  /^mongodb(\+srv)?:\/\/[^\s]+$/.test(raw)
-    ? E.right(raw)
-    : E.left('must be a mongodb:// or mongodb+srv:// connection string');
+/**
+ * A MongoDB connection string as the driver reads it: its own parser, the MongoClient constructor (which connects to
+ * nothing), decides, so that a value the driver would refuse (a port out of range, an unknown option) stops start-up
+ * here whatever STORAGE is. The driver is loaded only when MONGODB_URI is set. Its error is not repeated: it may quote
+ * the string, credentials included.
+ */
+export const readMongoUri = (raw: string): E.Either<string, string> => {
+  if (!/^mongodb(\+srv)?:\/\/[^\s]+$/.test(raw))
+    return E.left('must be a mongodb:// or mongodb+srv:// connection string');
+  try {
+    const { MongoClient } = require('mongodb') as typeof import('mongodb');
+    new MongoClient(raw);
+    return E.right(raw);
+  } catch {
+    return E.left('is not a valid MongoDB connection string');
+  }
+};
 
 export const readDbName = (raw: string) =>
   /^[A-Za-z0-9_-]{1,63}$/.test(raw) ? E.right(raw) : E.left('must be 1 to 63 letters, digits, "_" or "-"');
@@ -122,8 +138,23 @@ export const readWriteConcern = (raw: string): E.Either<string, 'majority' | num
         E.mapLeft(() => 'must be majority or a number of members from 1 to 50'),
       );
 
-export const readRedisUrl = (raw: string) =>
-  /^rediss?:\/\/[^\s]*$/.test(raw) ? E.right(raw) : E.left('must be a redis:// or rediss:// URL');
+/**
+ * A Redis URL that ioredis reads as meant: a valid URL (a port up to 65535) whose path, if any, is a database number.
+ * ioredis takes any path (or `?db=`) as the database and selects it, so `/abc` would reach Redis as `SELECT NaN`.
+ */
+export const readRedisUrl = (raw: string): E.Either<string, string> => {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || !/^rediss?:\/\/[^\s]*$/.test(raw)) return E.left('must be a redis:// or rediss:// URL');
+  const db = url.searchParams.get('db'); // ioredis reads `?db=` too
+  return /^(\/[0-9]{0,9})?$/.test(url.pathname) && (db === null || /^[0-9]{1,9}$/.test(db))
+    ? E.right(raw)
+    : E.left('must name its database by number (redis://127.0.0.1:6379/0) or not at all');
+};
 
 export const readHttpUrl = (raw: string) => {
   try {

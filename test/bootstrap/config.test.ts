@@ -150,6 +150,34 @@ test('every variable is decoded, also those of a backend not chosen', () => {
   assert.match(failure({ AUTH: 'static', JWT_CLOCK_TOLERANCE_S: '-1' }), /^JWT_CLOCK_TOLERANCE_S: /);
 });
 
+test('a REDIS_URL whose path is not a database number, or whose port is out of range, stops start-up', () => {
+  assert.match(
+    failure({ AUTH: 'redis', REDIS_URL: 'redis://127.0.0.1:6379/abc' }),
+    /^REDIS_URL: must name its database by number \(redis:\/\/127\.0\.0\.1:6379\/0\) or not at all; for example/,
+  );
+  assert.match(
+    failure({ REDIS_URL: 'redis://:pw@127.0.0.1:99999' }),
+    /^REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL; /,
+  );
+  for (const good of ['redis://127.0.0.1:6379', 'redis://h/0', 'rediss://:pw@h:6380/15', 'redis://h:6379/']) {
+    assert.is(loadConfig({ AUTH: 'redis', REDIS_URL: good }).auth.kind, 'redis', good);
+  }
+});
+
+test('a MONGODB_URI the driver would refuse stops start-up, also with STORAGE=memory, without repeating it', () => {
+  for (const uri of [
+    'mongodb://plantstore:hunter2@127.0.0.1:99999',
+    'mongodb://h:0',
+    'mongodb://h/db?nosuchoption=1',
+  ]) {
+    const message = failure({ STORAGE: 'memory', MONGODB_URI: uri });
+    assert.match(message, /^MONGODB_URI: is not a valid MongoDB connection string; for example MONGODB_URI=/, uri);
+    assert.not.ok(message.includes('hunter2'));
+  }
+  const uri = 'mongodb://u:p@h1:27017,h2/plantstore?replicaSet=rs0&retryWrites=true';
+  assert.is(loadConfig({ STORAGE: 'mongodb', MONGODB_URI: uri }).storage.kind, 'mongodb');
+});
+
 test('a secret value is never repeated in the error line', () => {
   const secret = 'super-secret-token-value';
   const bad = JSON.stringify([{ token: secret + ' with space', owner: 'o', subject: 's', scopes: ['plants:read'] }]);

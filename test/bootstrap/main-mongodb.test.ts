@@ -106,7 +106,7 @@ test('a MONGODB_URI the driver cannot parse stops start-up with one line, creden
   assert.is(await svc.exited, 1);
   assert.is(
     svc.stderr(),
-    'config: MONGODB_URI (or the file MONGODB_URI_FILE names): is not a valid MongoDB connection string; for example MONGODB_URI=mongodb://127.0.0.1:27017\n',
+    'config: MONGODB_URI: is not a valid MongoDB connection string; for example MONGODB_URI=mongodb://127.0.0.1:27017\n',
   );
 });
 

@@ -2,7 +2,10 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { stringify } from 'lossless-json';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import * as E from 'fp-ts/lib/Either.js';
+import { decodeCursor } from '../../adapters/http/api/codecs.js';
 import { openApiDocument } from '../../adapters/http/api/openapi.js';
+import { INT64_MIN } from '../../domain/int64.js';
 
 const test = suite('OpenAPI document');
 const text = stringify(openApiDocument({ bodyLimit: 16384 })) as string;
@@ -108,14 +111,13 @@ test('every failure answer shows a real example: the Error body with its own sta
   }
 });
 
-test('the list operation proposes no cursor: Try it out lists from the lowest id', () => {
+test("the cursor's example is the cursor after the least int64: Try it out lists from the lowest id", () => {
   const doc = JSON.parse(text) as {
-    paths: { '/plants': { get: { parameters: Array<{ name: string; example?: unknown; examples?: unknown }> } } };
+    paths: { '/plants': { get: { parameters: Array<{ name: string; example?: unknown }> } } };
   };
   const cursor = doc.paths['/plants'].get.parameters.find((p) => p.name === 'cursor');
-  assert.ok(cursor !== undefined);
-  assert.is(cursor.example, undefined);
-  assert.is(cursor.examples, undefined);
+  assert.ok(cursor !== undefined && typeof cursor.example === 'string');
+  assert.equal(decodeCursor(cursor.example), E.right(INT64_MIN));
 });
 
 test('language-specific advice stays out of schemas (generators copy schema descriptions into every file)', () => {

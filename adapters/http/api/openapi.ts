@@ -2,6 +2,7 @@ import { INT64_MAX, INT64_MIN } from '../../../domain/int64.js';
 import { PLANT_FIELDS, PLANT_FIELD_NAMES, PlantId, type PlantField } from '../../../domain/plant.js';
 import { TOKEN_MAX } from '../../../domain/principal.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plants.js';
+import { encodeCursor } from './codecs.js';
 import { plantFieldsJoined, RETRY_AFTER_SECONDS } from './failures.js';
 import { JSON_LIMITS } from '../server/json.js';
 import { CORS_IN_WORDS, withOperationalPaths } from '../server/openapi-operations.js';
@@ -154,8 +155,10 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             in: 'query',
             required: false,
             description:
-              'Opaque; only a value taken from a `Link: rel="next"` header of this service. Anything else answers 400. Absent: the first page. Leave it empty to list from the lowest id.',
+              'Opaque; only a value taken from a `Link: rel="next"` header of this service. Anything else, an empty value included, answers 400. Absent: the first page. The example is the cursor after the least int64, -9223372036854775808: it lists from the lowest id, as the first page does (only a plant with that very id would be left out).',
             schema: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9_-]+$' },
+            // Swagger UI's Try it out (/docs) sends the example as given: this one lists from the lowest id.
+            example: encodeCursor(INT64_MIN as PlantId),
           },
         ],
         responses: {

@@ -155,6 +155,39 @@ test('connections beyond MAX_CONNECTIONS are closed at once; a freed slot serves
   }
 });
 
+test('a burst of refused connections is counted in full in the log within a second, with no refusal after it', async () => {
+  const svc = await startService({}, { maxConnections: 2 });
+  const wires: Wire[] = [];
+  try {
+    for (let i = 0; i < 2; i++) wires.push(await openWire(svc.port)); // the limit (the harness may hold one of them)
+    const burst = await Promise.all(Array.from({ length: 6 }, () => openWire(svc.port)));
+    wires.push(...burst);
+    const refused = (
+      await Promise.all(
+        wires.map((w) =>
+          w.closed(500).then(
+            () => 1,
+            () => 0,
+          ),
+        ),
+      )
+    ).reduce((a: number, b) => a + b, 0);
+    assert.ok(refused >= 6, `at least the burst was refused: ${refused}`);
+    const counted = () =>
+      svc
+        .logs()
+        .filter((l) => l['msg'] === 'connections refused: at the connection limit')
+        .reduce((sum, l) => sum + (l['dropped'] as number), 0);
+    await eventually(`${refused} refusals logged`, () => counted() === refused, {
+      timeoutMs: 2500,
+      detail: () => `${counted()} logged`,
+    });
+  } finally {
+    for (const w of wires) w.destroy();
+    await svc.close();
+  }
+});
+
 test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', async () => {
   const svc = await startService({}, { keepAliveTimeoutMs: 200 });
   const wire = await openWire(svc.port);

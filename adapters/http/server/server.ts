@@ -353,16 +353,23 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     linger(socket, conn);
   });
 
+  // Refused connections are logged at most once a second: the first at once, those of the rest of that second in one
+  // line at its end (a timer, so that a burst is counted in full even when no refusal follows).
   let dropped = 0;
   let droppedLoggedAt = 0;
+  let droppedTimer: NodeJS.Timeout | undefined;
+  const logDropped = (): void => {
+    droppedTimer = undefined;
+    if (dropped === 0) return;
+    logger.warn({ dropped, limit: limits.maxConnections }, 'connections refused: at the connection limit');
+    dropped = 0;
+    droppedLoggedAt = Date.now();
+  };
   server.on('drop', () => {
     dropped += 1;
-    const now = Date.now();
-    if (now - droppedLoggedAt >= 1000) {
-      logger.warn({ dropped, limit: limits.maxConnections }, 'connections refused: at the connection limit');
-      dropped = 0;
-      droppedLoggedAt = now;
-    }
+    const since = Date.now() - droppedLoggedAt;
+    if (since >= 1000) logDropped();
+    else droppedTimer ??= setTimeout(logDropped, 1000 - since).unref();
   });
 
   return server;

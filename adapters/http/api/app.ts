@@ -16,7 +16,7 @@ import {
   openApiHandler,
   readinessHandler,
 } from './handlers/operational.js';
-import type { HttpMetrics, MetricsExposition } from '../server/metrics.js';
+import { renderedOncePerTurn, type HttpMetrics, type MetricsExposition } from '../server/metrics.js';
 import { openApiDocument } from './openapi.js';
 import { authorizer } from './pipeline.js';
 import { exchangeOf, responder, type Exchange, type Handler } from './respond.js';
@@ -96,7 +96,7 @@ export const createHttpApp = (app: Application, settings: HttpSettings) => {
   // Served here unless METRICS_PORT serves it apart: then /metrics is no resource of this port, for every method.
   if (settings.metricsEndpoint !== undefined) {
     routes
-      .get(METRICS, named('GET /metrics', metricsHandler(settings.metricsEndpoint, respond)))
+      .get(METRICS, named('GET /metrics', metricsHandler(renderedOncePerTurn(settings.metricsEndpoint), respond)))
       .all(METRICS, methodNotAllowed('/metrics', 'GET, HEAD'));
   }
   return routes;

@@ -50,7 +50,12 @@ export const buildServer = (
 ): Server => {
   const metrics = settings.metrics === undefined ? undefined : boundedMethods(settings.metrics);
   const http = createHttpApp(app, { ...settings, ...(metrics === undefined ? {} : { metrics }) });
-  return createHttpServer(exactDispatch(http), { logger: settings.logger, limits, refused: metrics?.refused });
+  return createHttpServer(exactDispatch(http), {
+    logger: settings.logger,
+    limits,
+    refused: metrics?.refused,
+    cors: settings.cors,
+  });
 };
 
 /** Already-built adapters in, an HTTP server out: what main, the tests and the bench start. */

@@ -2,7 +2,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { corsPolicy } from '../../adapters/http/server/cors.js';
 import { memoryRateLimiter } from '../../adapters/rate-limit/memory/memory-rate-limiter.js';
-import { serviceSuite } from '../support/http.js';
+import { rawRequest, serviceSuite, startService } from '../support/http.js';
 import { runNode } from '../support/process.js';
 
 const APP = 'https://app.example';
@@ -123,6 +123,48 @@ any.test(
 );
 
 any.run();
+
+const below = suite('CORS on answers written below the app (parser errors, timeouts)');
+
+below(
+  'a 400 for a broken body, a 408 for one that does not arrive, carry the CORS fields of their origin',
+  async () => {
+    const svc = await startService({ cors: corsPolicy([APP]) }, { requestTimeoutMs: 300, headersTimeoutMs: 300 });
+    try {
+      const head = (extra: string) =>
+        `POST /plants HTTP/1.1\r\nHost: x\r\nOrigin: ${APP}\r\nAuthorization: Bearer ${svc.token.alice}\r\n` +
+        `Content-Type: application/json\r\n${extra}\r\n`;
+      const broken = await rawRequest(svc.port, [head('Transfer-Encoding: chunked\r\n') + 'zz\r\n']);
+      const late = await rawRequest(svc.port, [head('Content-Length: 50\r\n') + '{"id":']);
+      for (const [res, status] of [
+        [broken, 400],
+        [late, 408],
+      ] as const) {
+        assert.is(res.status, status);
+        assert.is(res.headers['access-control-allow-origin'], APP, `${status}`);
+        assert.match(res.headers['vary'] ?? '', /Origin/, `${status}`);
+        assert.match(res.headers['access-control-expose-headers'] ?? '', /X-Request-Id/, `${status}`);
+      }
+    } finally {
+      await svc.close();
+    }
+  },
+);
+
+below('an answer written before any request was read (431) says Vary: Origin', async () => {
+  const svc = await startService({ cors: corsPolicy([APP]) }, { maxHeaderSize: 1024 });
+  try {
+    const res = await rawRequest(svc.port, [
+      `GET /plants HTTP/1.1\r\nHost: x\r\nOrigin: ${APP}\r\nX-Big: ${'a'.repeat(2000)}\r\n\r\n`,
+    ]);
+    assert.is(res.status, 431);
+    assert.match(res.headers['vary'] ?? '', /Origin/);
+  } finally {
+    await svc.close();
+  }
+});
+
+below.run();
 
 const processSuite = suite('CORS_ORIGINS in the real process');
 

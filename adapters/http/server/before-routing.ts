@@ -123,10 +123,15 @@ export const failureFields = (
 };
 
 /** Writes a failure as a whole response on the bare socket (where Node has no response object); its status. */
-export const writeFailure = (socket: Socket, reqId: string, failure: ServerRefusal): number => {
+export const writeFailure = (
+  socket: Socket,
+  reqId: string,
+  failure: ServerRefusal,
+  extraFields: readonly string[] = [],
+): number => {
   const { status, message, headers } = refusalResponse(failure);
   const body = JSON.stringify({ error: status, message });
-  const fields = failureFields(reqId, headers, body);
+  const fields = [...failureFields(reqId, headers, body), ...extraFields];
   let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nDate: ${new Date().toUTCString()}\r\n`;
   for (let i = 0; i < fields.length; i += 2) head += `${fields[i]}: ${fields[i + 1]}\r\n`;
   socket.write(`${head}\r\n${body}`);

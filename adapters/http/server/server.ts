@@ -10,6 +10,7 @@ import {
   type ParserError,
 } from './before-routing.js';
 import { connectionStates, lingering, type Connection } from './connections.js';
+import type { CorsPolicy } from './cors.js';
 import { refusalResponse, type ServerRefusal } from './refusals.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
@@ -31,6 +32,8 @@ export interface HttpServerDeps {
   readonly limits: ServerLimits;
   /** Told of every request answered here, below the app (for the request counter). */
   readonly refused?: ((method: string | undefined, status: number) => void) | undefined;
+  /** The CORS fields of the app's responses, on those answered here too (CORS_ORIGINS; none when off). */
+  readonly cors?: CorsPolicy | undefined;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -86,7 +89,7 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * and the request-body bytes held while bodies are read in total (`maxBodyBytes`: each connection's body budget,
  * exchange.ts, which body.ts takes from).
  */
-export const createHttpServer = (handler: Handler, { logger, limits, refused }: HttpServerDeps): Server => {
+export const createHttpServer = (handler: Handler, { logger, limits, refused, cors }: HttpServerDeps): Server => {
   const server = createServer({
     maxHeaderSize: limits.maxHeaderSize,
     headersTimeout: limits.headersTimeoutMs,
@@ -130,9 +133,14 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     const reqId = requestIdFrom(req.headers['x-request-id']);
     const { status, message, headers } = refusalResponse(failure);
     const body = JSON.stringify({ error: status, message });
-    res.writeHead(status, failureFields(reqId, headers, body)).end(body);
+    const fields = failureFields(reqId, headers, body);
+    cors?.addResponseFields(req.headers.origin, fields);
+    res.writeHead(status, fields).end(body);
     logAnswered(reqId, req.method, status, code);
   };
+  /** The CORS fields of an answer written on the bare socket: no request was read, so no origin is known. */
+  const rawCorsFields: string[] = [];
+  cors?.addResponseFields(undefined, rawCorsFields);
 
   const { written, sent } = unsentBound(limits, logger, (socket) => {
     connectionOf(socket).closing = true;
@@ -331,7 +339,7 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     const answerRaw = () => {
       if (socket.destroyed) return;
       const reqId = requestIdFrom(undefined);
-      logAnswered(reqId, undefined, writeFailure(socket, reqId, failure), code);
+      logAnswered(reqId, undefined, writeFailure(socket, reqId, failure, rawCorsFields), code);
       linger(socket, conn);
     };
     // A later request is malformed while earlier ones are still being answered: answer it after them.
@@ -349,7 +357,12 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused }: 
     }
     const reqId = requestIdFrom(req.headers['x-request-id']);
     const method = req.method ?? 'CONNECT';
-    logAnswered(reqId, method, writeFailure(socket, reqId, { _tag: 'MethodNotImplemented', method }), 'CONNECT');
+    logAnswered(
+      reqId,
+      method,
+      writeFailure(socket, reqId, { _tag: 'MethodNotImplemented', method }, rawCorsFields),
+      'CONNECT',
+    );
     linger(socket, conn);
   });
 

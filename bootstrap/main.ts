@@ -22,6 +22,8 @@ import { serviceVersion } from './version.js';
 
 /** How long the exit waits for stdout to take the last log lines. */
 const LOG_DRAIN_MS = 1000;
+/** How long a shutdown that cut requests waits for their connections to close (a turn or two in practice). */
+const CUT_SETTLE_MS = 200;
 
 /** Resolves with the promise's value, or with undefined once `ms` have passed. */
 const within = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> =>
@@ -166,6 +168,12 @@ const main = async (): Promise<void> => {
         logger.warn({ cutRequests: inFlight() }, 'shutdown bound reached: cutting the requests still running');
         server.closeAllConnections();
         await closed;
+        // The server's 'close' comes before its cut connections' own: wait for those (briefly), so that each cut
+        // request is logged, 499, by its handler as for any client gone mid-request, before the process exits.
+        for (const until = performance.now() + CUT_SETTLE_MS; inFlight() > 0 && performance.now() < until;) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        await new Promise((resolve) => setImmediate(resolve));
       }
     }
     // Backends still connecting (a signal during start-up) are not waited for: their sockets go with the process.

@@ -219,4 +219,33 @@ test('a connection that has not sent a byte (a preconnect, a TCP check) does not
   }
 });
 
+test('a request cut by the shutdown bound while its body is still arriving is logged 499 before the exit', async () => {
+  const svc = runNode('bootstrap/main.js', { ...base, SHUTDOWN_TIMEOUT_MS: '500' });
+  try {
+    const port = await listening(svc);
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.write(
+      `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n` +
+        'Content-Length: 50\r\n\r\n{"id":',
+    );
+    await requestsInFlight(`http://127.0.0.1:${port}`);
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+    const lines = svc
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const cut = lines.findIndex((l) => l['msg'] === 'shutdown bound reached: cutting the requests still running');
+    const logged = lines.findIndex((l) => l['msg'] === 'request' && l['method'] === 'POST' && l['status'] === 499);
+    const stopped = lines.findIndex((l) => l['msg'] === 'stopped');
+    assert.ok(cut >= 0 && logged > cut && stopped > logged, svc.stdout());
+    socket.destroy();
+  } finally {
+    svc.child.kill('SIGKILL');
+    await svc.exited;
+  }
+});
+
 test.run();

@@ -42,6 +42,18 @@ it('two Authorization fields are 400, whichever tenants they name', async (svc) 
   assert.match(res.body, /Authorization/);
 });
 
+it('two Content-Type fields are 400, and nothing is created', async (svc) => {
+  const res = await expectFailure(
+    svc,
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nContent-Type: application/json\r\n` +
+      'Content-Type: text/plain\r\nContent-Length: 27\r\n\r\n{"id": 404001, "name": "x"}',
+    400,
+    /^CONTENT_TYPE$/,
+  );
+  assert.match(res.body, /Content-Type/);
+  assert.is((await svc.call('DELETE', '/plants/404001', { token: svc.token.alice })).status, 404);
+});
+
 it('Content-Length together with Transfer-Encoding is 400', async (svc) => {
   await expectFailure(
     svc,

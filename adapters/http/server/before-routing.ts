@@ -34,10 +34,11 @@ export const originForm = (target: string): string | undefined => {
 };
 
 /**
- * What is wrong with the request's Host, Authorization and Transfer-Encoding fields, with its log code; undefined
+ * What is wrong with the request's Host, Authorization, Content-Type and Transfer-Encoding fields, with its log code; undefined
  * when nothing is. HTTP/1.1 needs exactly one Host field (RFC 9112 §3.2 asks for a 400), HTTP/1.0 at most one. Two
  * Authorization fields are refused too: Node would serve the first, a proxy in front may have read the last, and the
- * two may name different tenants. Node's parser lets a transfer coding before `chunked` through (`gzip, chunked`) and
+ * two may name different tenants; likewise two Content-Type fields (Node keeps the first, a proxy may have checked the
+ * last). Node's parser lets a transfer coding before `chunked` through (`gzip, chunked`) and
  * hands on the body still coded; no coding but chunked is understood here (RFC 9112 §6.1), so such a body is refused
  * like every other Transfer-Encoding the parser refuses, rather than read as if it were not coded.
  */
@@ -45,10 +46,12 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
   const raw = req.rawHeaders;
   let hosts = 0;
   let authorizations = 0;
+  let types = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     if (name.length === 4 && name.toLowerCase() === 'host') hosts += 1;
     else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations += 1;
+    else if (name.length === 12 && name.toLowerCase() === 'content-type') types += 1;
   }
   if (hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1)) {
     return { reason: 'send exactly one Host header', code: 'HOST' };
@@ -57,6 +60,7 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
     return { reason: 'the Host header must be a host name or address, with an optional port', code: 'HOST' };
   }
   if (authorizations > 1) return { reason: 'send at most one Authorization header', code: 'AUTHORIZATION' };
+  if (types > 1) return { reason: 'send at most one Content-Type header', code: 'CONTENT_TYPE' };
   const coding = req.headers['transfer-encoding'];
   if (coding !== undefined) {
     // HTTP/1.0 has no Transfer-Encoding: a 1.0 message that has one has faulty framing, whatever the parser made of it

@@ -34,12 +34,12 @@ export const originForm = (target: string): string | undefined => {
 };
 
 /**
- * What is wrong with the request's Host, Authorization, Content-Type and Transfer-Encoding fields, with its log code; undefined
- * when nothing is. HTTP/1.1 needs exactly one Host field (RFC 9112 §3.2 asks for a 400), HTTP/1.0 at most one. Two
- * Authorization fields are refused too: Node would serve the first, a proxy in front may have read the last, and the
- * two may name different tenants; likewise two Content-Type fields (Node keeps the first, a proxy may have checked the
- * last). Node's parser lets a transfer coding before `chunked` through (`gzip, chunked`) and
- * hands on the body still coded; no coding but chunked is understood here (RFC 9112 §6.1), so such a body is refused
+ * What is wrong with the request's Host, Authorization, Content-Type and Transfer-Encoding fields, with its log code;
+ * undefined when nothing is. HTTP/1.1 needs exactly one Host field (RFC 9112 §3.2 asks for a 400), HTTP/1.0 at most
+ * one. Two Authorization fields are refused too: Node would serve the first, a proxy in front may have read the last,
+ * and the two may name different tenants; likewise two Content-Type fields (Node keeps the first, a proxy may have
+ * checked the last). Node's parser lets a transfer coding before `chunked` through (`gzip, chunked`) and hands on the
+ * body still coded; no coding but chunked is understood here (RFC 9112 §6.1), so such a body is refused
  * like every other Transfer-Encoding the parser refuses, rather than read as if it were not coded.
  */
 export const badFields = (req: IncomingMessage): { readonly reason: string; readonly code: string } | undefined => {

@@ -168,8 +168,9 @@ const main = async (): Promise<void> => {
         logger.warn({ cutRequests: inFlight() }, 'shutdown bound reached: cutting the requests still running');
         server.closeAllConnections();
         await closed;
-        // The server's 'close' comes before its cut connections' own: wait for those (briefly), so that each cut
-        // request is logged, 499, by its handler as for any client gone mid-request, before the process exits.
+        // The server's 'close' comes before its cut connections' own: wait for those (briefly), so that a cut request
+        // whose handler is not held by a backend (one reading its body, say) is logged 499 before the process exits.
+        // One still waiting on a backend is logged when closing the backends ends that call (docs/operations.md).
         for (const until = performance.now() + CUT_SETTLE_MS; inFlight() > 0 && performance.now() < until;) {
           await new Promise((resolve) => setTimeout(resolve, 5));
         }

@@ -159,23 +159,33 @@ test('a REDIS_URL whose path is not a database number, or whose port is out of r
     failure({ REDIS_URL: 'redis://:pw@127.0.0.1:99999' }),
     /^REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL; /,
   );
+  for (const bad of ['redis://127.0.0.1:6379?db=x', 'redis://127.0.0.1:6379?db=1&db=x']) {
+    assert.match(failure({ REDIS_URL: bad }), /^REDIS_URL: must name its database by number/, bad);
+  }
   for (const good of ['redis://127.0.0.1:6379', 'redis://h/0', 'rediss://:pw@h:6380/15', 'redis://h:6379/']) {
     assert.is(loadConfig({ AUTH: 'redis', REDIS_URL: good }).auth.kind, 'redis', good);
   }
 });
 
-test('a MONGODB_URI the driver would refuse stops start-up, also with STORAGE=memory, without repeating it', () => {
+test('a MONGODB_URI with a port out of range stops start-up, also with STORAGE=memory, without repeating it', () => {
   for (const uri of [
     'mongodb://plantstore:hunter2@127.0.0.1:99999',
     'mongodb://h:0',
-    'mongodb://h/db?nosuchoption=1',
+    'mongodb://h1:27017,h2:notaport/db',
+    'mongodb://[::1]:70000',
   ]) {
     const message = failure({ STORAGE: 'memory', MONGODB_URI: uri });
-    assert.match(message, /^MONGODB_URI: is not a valid MongoDB connection string; for example MONGODB_URI=/, uri);
+    assert.match(message, /^MONGODB_URI: must name each host as host or host:port, with a port from 1 to 65535; /, uri);
     assert.not.ok(message.includes('hunter2'));
   }
-  const uri = 'mongodb://u:p@h1:27017,h2/plantstore?replicaSet=rs0&retryWrites=true';
-  assert.is(loadConfig({ STORAGE: 'mongodb', MONGODB_URI: uri }).storage.kind, 'mongodb');
+  for (const uri of [
+    'mongodb://u:p@h1:27017,h2/plantstore?replicaSet=rs0&retryWrites=true',
+    'mongodb+srv://u:p%40ss@cluster0.example.net/plantstore?authSource=admin',
+    'mongodb://[::1]:27017/?tls=true',
+    'mongodb://%2Ftmp%2Fmongodb-27017.sock',
+  ]) {
+    assert.is(loadConfig({ STORAGE: 'mongodb', MONGODB_URI: uri }).storage.kind, 'mongodb', uri);
+  }
 });
 
 test('a secret value is never repeated in the error line', () => {

@@ -101,12 +101,12 @@ test('started while MongoDB is down: it listens, answers 503 and /readyz 503, th
 test('a MONGODB_URI the driver cannot parse stops start-up with one line, credentials not echoed', async () => {
   const svc = runNode('bootstrap/main.js', {
     STORAGE: 'mongodb',
-    MONGODB_URI: 'mongodb://user:hunter2@host:notaport/',
+    MONGODB_URI: 'mongodb://user:hunter2@host/?nosuchoption=1',
   });
   assert.is(await svc.exited, 1);
   assert.is(
     svc.stderr(),
-    'config: MONGODB_URI: is not a valid MongoDB connection string; for example MONGODB_URI=mongodb://127.0.0.1:27017\n',
+    'config: MONGODB_URI (or the file MONGODB_URI_FILE names): is not a valid MongoDB connection string; for example MONGODB_URI=mongodb://127.0.0.1:27017\n',
   );
 });
 

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import pino from 'pino';
 import * as assert from 'uvu/assert';
+import { closeAfterResponses, createHttpServer, defaultServerLimits } from '../../adapters/http/server/server.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { aPlant, right } from '../support/fixtures.js';
 import { startService, type Service } from '../support/http.js';
@@ -186,6 +188,32 @@ test('a burst of refused connections is counted in full in the log within a seco
     for (const w of wires) w.destroy();
     await svc.close();
   }
+});
+
+test('a request already sent on a connection accepted as the shutdown begins is answered, not reset', async () => {
+  // The drain starts in the turn the connection is accepted, before its bytes (already sent) are read.
+  const server = createHttpServer((_req, res) => res.end('ok'), {
+    logger: pino({ level: 'silent' }),
+    limits: defaultServerLimits,
+  });
+  server.on('connection', () =>
+    setImmediate(() => {
+      closeAfterResponses(server);
+      server.close();
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const received = await new Promise<string>((resolve) => {
+    let data = '';
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.write('POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi'),
+    );
+    socket.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+    socket.on('error', (e: Error & { code?: string }) => (data += `error ${e.code}`));
+    socket.on('close', () => resolve(data));
+  });
+  assert.match(received, /^HTTP\/1\.1 200 [^]*\r\nConnection: close\r\n/i, received);
 });
 
 test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', async () => {

@@ -56,6 +56,12 @@ const STOP_PARSING = 2;
 /** How many requests that waited behind another on their connection are served in one turn of the event loop. */
 const QUEUED_PER_TURN = 1;
 
+/**
+ * How long after a shutdown begins a connection that has sent nothing is closed: long enough for a request already on
+ * its way (or in the kernel, not yet read) to be read, so that only connections that really are silent go.
+ */
+const SILENT_GRACE_MS = 100;
+
 /** Requests each server has handed on (or answered) whose response has not closed yet. */
 const inFlightOf = new WeakMap<Server, { count: number }>();
 /** How each server stops keeping connections alive: see `closeAfterResponses`. */
@@ -64,9 +70,9 @@ const drainOf = new WeakMap<Server, () => void>();
 /**
  * From now on every connection of the server closes after the last response it owes, which says `Connection: close`:
  * for a shutdown, so that no client or balancer sends another request on a connection about to close. A connection
- * that has not sent a byte yet (a browser's preconnect, a balancer's TCP check) owes nothing and is closed at once:
- * Node's `closeIdleConnections` counts it as busy from the moment it was accepted, and `server.close()` stops the
- * checks that would have timed it out, so it would otherwise hold the shutdown to its bound.
+ * that has still sent nothing `SILENT_GRACE_MS` later (a browser's preconnect, a balancer's TCP check) owes nothing
+ * and is closed then: Node's `closeIdleConnections` counts it as busy from the moment it was accepted, and
+ * `server.close()` stops the checks that would have timed it out, so it would otherwise hold the shutdown to its bound.
  */
 export const closeAfterResponses = (server: Server): void => drainOf.get(server)?.();
 
@@ -116,10 +122,15 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
   drainOf.set(server, () => {
     draining = true;
     for (const socket of sockets) {
-      const conn = connectionOf(socket);
-      if (conn.last === undefined && socket.bytesRead === 0) socket.destroy();
-      else if (conn.last !== undefined && !conn.last.res.headersSent) conn.last.res.shouldKeepAlive = false;
+      const last = connectionOf(socket).last?.res;
+      if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
     }
+    // Not at once: a connection accepted in this very turn may have its request waiting in the kernel, unread.
+    setTimeout(() => {
+      for (const socket of sockets) {
+        if (connectionOf(socket).last === undefined && socket.bytesRead === 0) socket.destroy();
+      }
+    }, SILENT_GRACE_MS).unref();
   });
 
   const logAnswered = (reqId: string, method: string | undefined, status: number, code: string) => {

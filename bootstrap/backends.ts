@@ -99,7 +99,7 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
         const { mongodbPlantRepository } = await import('../adapters/storage/mongodb/mongodb-plant-repository.js');
         let store: MongodbPlantRepository;
         try {
-          store = mongodbPlantRepository({ ...storage, logger, maxPlantsPerOwner: config.maxPlantsPerOwner });
+          store = mongodbPlantRepository({ ...storage, logger });
         } catch {
           // The driver's parse error may quote the URI, credentials included: say only what is wrong.
           throw new ConfigError(

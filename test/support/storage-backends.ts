@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
-import type { Owner, Plant } from '../../domain/plant.js';
 import type { Logger } from '../../application/ports/logger.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import {
@@ -14,8 +13,8 @@ import {
   type MongodbPlantRepository,
   type MongoOptions,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { repairStorage } from '../../adapters/storage/mongodb/repair.js';
 import type { RepositorySetup, RepositoryUnderTest, StoreDrift } from '../contracts/plant-repository.contract.js';
-import { right } from './fixtures.js';
 import type { Setup } from './suites.js';
 import { eventually } from './wait.js';
 import {
@@ -81,9 +80,7 @@ const mongoPeers = async (uri: string): Promise<RepositoryUnderTest> => {
     (await admin.db(name).collection(COLLECTION).listIndexes().toArray()).map((i) => String(i['name']));
   const drift: StoreDrift = {
     dropQuotaIndex: async () => {
-      for (const name of await indexes(db)) {
-        if (name.startsWith(SLOT_INDEX_NAME)) await admin.db(db).collection(COLLECTION).dropIndex(name);
-      }
+      await admin.db(db).collection(COLLECTION).dropIndex(SLOT_INDEX_NAME);
     },
     indexesBack: async () => {
       const until = performance.now() + 10_000;
@@ -92,12 +89,12 @@ const mongoPeers = async (uri: string): Promise<RepositoryUnderTest> => {
         'both unique indexes are back',
         async () => {
           names = await indexes(db);
-          return names.includes(INDEX_NAME) && names.some((n) => n.startsWith(SLOT_INDEX_NAME));
+          return names.includes(INDEX_NAME) && names.includes(SLOT_INDEX_NAME);
         },
         { timeoutMs: 10_000, everyMs: CONTRACT_RECHECK_MS, detail: () => `listed: ${names.join(', ')}` },
       );
       // Every instance answers its readiness check again (each has looked at the indexes since: its timer, or the
-      // check itself), within the same bound: one may still be finishing its own rebuild or mend.
+      // check itself), within the same bound.
       for (const [i, peer] of peers.entries()) {
         let last = '';
         await eventually(
@@ -115,22 +112,9 @@ const mongoPeers = async (uri: string): Promise<RepositoryUnderTest> => {
         );
       }
     },
-    legacyStore: async (owner: Owner, plants: readonly Plant[]) => {
-      const legacyDb = `plantstore_legacy_${randomUUID().slice(0, 8)}`;
-      const collection = admin.db(legacyDb).collection(COLLECTION);
-      // What the version before the quota wrote: the (owner, id) index, and plants without a slot.
-      await collection.createIndex({ owner: 1, id: 1 }, { unique: true, name: INDEX_NAME });
-      await collection.insertMany(
-        plants.map((p) => ({ owner, id: p.id, name: p.name, ...(p.tag === undefined ? {} : { tag: p.tag }) })),
-      );
-      const legacy = instancesOn(uri, legacyDb, 3);
-      return {
-        peers: legacy.map((s) => s.repository),
-        teardown: async () => {
-          await Promise.all(legacy.map((s) => s.close()));
-          await admin.db(legacyDb).dropDatabase();
-        },
-      };
+    repaired: async () => {
+      await repairStorage({ uri, db, noticeMs: 5 * CONTRACT_RECHECK_MS, keepFirst: false, report: () => {} });
+      await drift.indexesBack();
     },
   };
   return {
@@ -157,11 +141,7 @@ export const memoryUnderTest = (): RepositoryUnderTest => {
     drift: {
       dropQuotaIndex: async () => {},
       indexesBack: async () => {},
-      legacyStore: async (owner, plants) => {
-        const legacy = memoryPlantRepository();
-        for (const p of plants) await right(legacy.insert(owner, p));
-        return { peers: [legacy, legacy, legacy], teardown: async () => {} };
-      },
+      repaired: async () => {},
     },
     teardown: async () => {},
   };

@@ -1,0 +1,286 @@
+import type { InsertOutcome } from '../../../application/ports/plant-repository.js';
+import type { Plant, PlantId } from '../../../domain/plant.js';
+
+/**
+ * The per-owner bound on MongoDB: the decision code, over the few commands it needs (`QuotaStore`), so that it can be
+ * driven without a server (test/adapters/quota-model.test.ts runs it against a model store under every interleaving).
+ *
+ * Exactness rests on one thing only: the unique index on `{owner, slot}`. Under a bound `max`, a create takes a slot
+ * in [0, max) (*inside*), so the index makes more than `max` inside plants of an owner impossible, whatever the races
+ * between requests, processes, crashes and driver retries. Plants at a slot >= max are *outside*: created without a
+ * bound (a random slot in [2^48, 2^49)), under a larger bound, or kept over a lowered one. They count too, so:
+ *
+ *   RULE 1. An inside insert goes ahead only after a look (a read of the owner's slots) that found no outside plant,
+ *           sent less than `lookTtlMs` before, by this process's own clock.
+ *   RULE 2. An owner with outside plants has them moved into free inside slots (each move arbitrated by the unique
+ *           index, as an insert is) when it keeps fewer than `max` plants, and is looked at again; otherwise it is
+ *           refused.
+ *   RULE 3. A refusal (OwnerFull) is decided on the owner's count read from the store during the request.
+ *   RULE 4. A delete removes the document it found by `_id`, never by a filter a later create could match.
+ *
+ * Under one bound, nothing creates outside plants (creates and moves only ever write inside slots), so a look that
+ * found none stays true, and RULE 1 keeps the owner at most `max`. While processes with another bound serve, they may
+ * write outside plants after a look; RULE 1's expiry bounds how long that look is trusted: from `lookTtlMs` plus a
+ * request's deadline after the last such process stopped, every look trusted was sent after its last write (the
+ * contract allows 60 s; the lookTtlMs is 30 s and STORAGE_TIMEOUT_MS at most 60 s, see docs/storage.md).
+ *
+ * What this process remembers of an owner (`Held`) is a hint that the index corrects: the inside slots it knows taken
+ * (1 bit a slot), the outside plants it saw, and when its last clean look was sent. A slot believed free but taken
+ * costs a retry; a slot believed taken but free at worst makes the owner look full, and RULE 3 then reads the truth.
+ */
+
+/** The commands the bound needs; each is one round trip, served on MongoDB by a unique index on `(owner, ...)`. */
+export interface QuotaStore<Ref> {
+  /** insertOne at `slot`: `slot-taken` when the store says the slot index refused it, `taken` when it does not say. */
+  readonly insert: (owner: string, plant: Plant, slot: number) => Promise<'inserted' | 'slot-taken' | 'taken'>;
+  /** findOne `{owner, id}`. */
+  readonly find: (owner: string, id: PlantId) => Promise<Plant | undefined>;
+  /** findOne `{owner}` by `slot` descending: the owner's highest slot (undefined: no plant). */
+  readonly top: (owner: string) => Promise<number | undefined>;
+  /** find `{owner}` projecting `slot`: every slot the owner's plants hold. */
+  readonly slots: (owner: string) => Promise<number[]>;
+  /** find `{owner, slot >= from}`: the owner's outside plants, each with what names its document. */
+  readonly outside: (owner: string, from: number) => Promise<Array<{ readonly ref: Ref; readonly slot: number }>>;
+  /** countDocuments `{owner}`. */
+  readonly count: (owner: string) => Promise<number>;
+  /** updateOne `{_id: ref, slot: from}` to `to`: false when the slot index refused it (`to` is taken). */
+  readonly move: (ref: Ref, from: number, to: number) => Promise<boolean>;
+  /** findOne `{owner, id}` projecting `_id` and `slot`: the document a delete removes. */
+  readonly locate: (owner: string, id: PlantId) => Promise<{ readonly ref: Ref; readonly slot: number } | undefined>;
+  /** deleteOne `{_id: ref}`: false when it was gone already. */
+  readonly delete: (ref: Ref) => Promise<boolean>;
+}
+
+export interface QuotaOptions {
+  /** This process's own clock, in milliseconds (monotonic). */
+  readonly now: () => number;
+  /** RULE 1: how long a clean look is trusted. */
+  readonly lookTtlMs: number;
+  /** Owners held at most (an LRU): each weighs about `max / 8` bytes and its entry. */
+  readonly maxHeld: (max: number) => number;
+  /** A random integer in [0, n). */
+  readonly random: (n: number) => number;
+}
+
+/** Throws when the request's deadline has passed: a command after it is never sent. */
+export type Check = () => void;
+
+/** The first outside slot of a plant created without a bound: far above any bound (at most 10^9, see config). */
+export const OUTSIDE_FROM = 2 ** 48;
+
+/** Rounds of "look, choose a slot, insert" before a create gives up as contended (the caller answers 503). */
+const MAX_ROUNDS = 16;
+
+/** What this process knows of one owner under one bound. */
+class Held {
+  readonly taken: Uint8Array;
+  /** Inside slots known taken (the bits set). */
+  used = 0;
+  /** Outside plants seen by the last load, less those deleted here since. */
+  outside = 0;
+  /** When the last look that found no outside plant was sent (RULE 1); -Infinity: none since the last load. */
+  cleanAt = Number.NEGATIVE_INFINITY;
+  cursor: number;
+
+  constructor(
+    readonly max: number,
+    start: number,
+  ) {
+    this.taken = new Uint8Array(Math.ceil(max / 8));
+    this.cursor = start;
+  }
+
+  has(slot: number): boolean {
+    return ((this.taken[slot >> 3] ?? 0) & (1 << (slot & 7))) !== 0;
+  }
+
+  take(slot: number): void {
+    if (slot >= this.max || this.has(slot)) return;
+    this.taken[slot >> 3] = (this.taken[slot >> 3] ?? 0) | (1 << (slot & 7));
+    this.used++;
+  }
+
+  free(slot: number): void {
+    if (slot >= this.max) {
+      if (this.outside > 0) this.outside--;
+      return;
+    }
+    if (!this.has(slot)) return;
+    this.taken[slot >> 3] = (this.taken[slot >> 3] ?? 0) & ~(1 << (slot & 7));
+    this.used--;
+  }
+
+  /** The next slot believed free from the cursor (wrapping), or undefined when every inside slot is believed taken. */
+  nextFree(): number | undefined {
+    if (this.used >= this.max) return undefined;
+    for (let i = 0; i < this.max; i++) {
+      const slot = (this.cursor + i) % this.max;
+      if (!this.has(slot)) {
+        this.cursor = (slot + 1) % this.max;
+        return slot;
+      }
+    }
+    return undefined;
+  }
+
+  get count(): number {
+    return this.used + this.outside;
+  }
+}
+
+export interface Quota {
+  /**
+   * Stores the plant under `max` (Infinity: no bound), or answers why not; undefined when concurrent creates kept
+   * taking the slots it chose (nothing of this create is stored: the caller answers 503, and a retry is safe).
+   */
+  readonly insert: (owner: string, plant: Plant, max: number, check: Check) => Promise<InsertOutcome | undefined>;
+  /**
+   * Deletes the owner's plant with that id: finds the document stored now, then deletes that document (by what names
+   * it) and no other. A delete held up on the way can only remove the plant that existed when it was decided; a plant
+   * created again under that id is another document, out of its reach (RULE 4).
+   */
+  readonly remove: (owner: string, id: PlantId, check: Check) => Promise<boolean>;
+  /** Forgets every owner (the slot index was missing: what was learnt may no longer hold). */
+  readonly forget: () => void;
+}
+
+export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota => {
+  const { now, lookTtlMs, random } = options;
+  /** The owners held, least recently used first (a Map keeps insertion order). */
+  const held = new Map<string, Held>();
+
+  const keep = (owner: string, state: Held): void => {
+    held.delete(owner);
+    held.set(owner, state);
+    const room = Math.max(1, options.maxHeld(state.max));
+    for (const oldest of held.keys()) {
+      if (held.size <= room) break;
+      held.delete(oldest);
+    }
+  };
+
+  /** Reads every slot of the owner: a look (RULE 1) and the bitset at once. */
+  const load = async (owner: string, max: number, check: Check): Promise<Held> => {
+    check();
+    const sentAt = now();
+    const slots = await store.slots(owner);
+    const state = new Held(max, random(max));
+    for (const slot of slots) {
+      if (slot < max) state.take(slot);
+      else state.outside++;
+    }
+    if (state.outside === 0) state.cleanAt = sentAt;
+    keep(owner, state);
+    return state;
+  };
+
+  /** The owner's state with a clean look younger than lookTtlMs, or with its outside plants as last loaded. */
+  const current = async (owner: string, max: number, check: Check): Promise<Held> => {
+    const state = held.get(owner);
+    if (state === undefined || state.max !== max) return load(owner, max, check);
+    keep(owner, state);
+    if (state.outside > 0 || now() - state.cleanAt < lookTtlMs) return state;
+    // RULE 1 again, at the cost of one index seek: the highest slot tells whether any is outside.
+    check();
+    const sentAt = now();
+    const top = await store.top(owner);
+    if (top !== undefined && top >= max) return load(owner, max, check);
+    state.cleanAt = sentAt;
+    return state;
+  };
+
+  /** A stored plant answers first, whatever the owner's count; then RULE 3. Undefined: there is room after all. */
+  const refusal = async (
+    owner: string,
+    plant: Plant,
+    max: number,
+    state: Held,
+    check: Check,
+  ): Promise<InsertOutcome | undefined> => {
+    check();
+    const stored = await store.find(owner, plant.id);
+    if (stored !== undefined) return { _tag: 'Exists', stored, count: state.count };
+    check();
+    const count = await store.count(owner);
+    return count >= max ? { _tag: 'OwnerFull', count } : undefined;
+  };
+
+  /** RULE 2: moves the owner's outside plants into slots believed free, each move arbitrated by the slot index. */
+  const moveIn = async (owner: string, state: Held, check: Check): Promise<void> => {
+    check();
+    const plants = await store.outside(owner, state.max);
+    await Promise.all(
+      plants.map(async ({ ref, slot }) => {
+        for (let to = state.nextFree(); to !== undefined; to = state.nextFree()) {
+          state.take(to); // taken by this move, or by whoever refused it
+          check();
+          if (await store.move(ref, slot, to)) return;
+        }
+      }),
+    );
+  };
+
+  const unbounded = async (owner: string, plant: Plant, check: Check): Promise<InsertOutcome | undefined> => {
+    held.delete(owner); // an outside plant of an owner this process may hold under a bound (tests mix bounds)
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      check();
+      const attempt = await store.insert(owner, plant, OUTSIDE_FROM + random(OUTSIDE_FROM));
+      if (attempt === 'inserted') return { _tag: 'Inserted' };
+      if (attempt === 'slot-taken') continue;
+      check();
+      const stored = await store.find(owner, plant.id);
+      if (stored !== undefined) return { _tag: 'Exists', stored };
+    }
+    return undefined;
+  };
+
+  const bounded = async (owner: string, plant: Plant, max: number, check: Check): Promise<InsertOutcome | undefined> => {
+    let state = await current(owner, max, check);
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      if (state.outside > 0) {
+        if (state.count >= max) {
+          const refused = await refusal(owner, plant, max, state, check);
+          if (refused !== undefined) return refused;
+        } else {
+          await moveIn(owner, state, check);
+        }
+        state = await load(owner, max, check);
+        continue;
+      }
+      const slot = state.nextFree();
+      if (slot === undefined) {
+        const refused = await refusal(owner, plant, max, state, check);
+        if (refused !== undefined) return refused;
+        state = await load(owner, max, check);
+        continue;
+      }
+      check();
+      const attempt = await store.insert(owner, plant, slot);
+      state.take(slot);
+      if (attempt === 'inserted') return { _tag: 'Inserted', count: state.count };
+      if (attempt === 'taken') {
+        check();
+        const stored = await store.find(owner, plant.id);
+        if (stored !== undefined) return { _tag: 'Exists', stored, count: state.count };
+      }
+      state = await current(owner, max, check);
+    }
+    return undefined;
+  };
+
+  return {
+    insert: (owner, plant, max, check) =>
+      Number.isFinite(max) ? bounded(owner, plant, max, check) : unbounded(owner, plant, check),
+    remove: async (owner, id, check) => {
+      check();
+      const found = await store.locate(owner, id);
+      if (found === undefined) return false;
+      check();
+      // false: another delete took it between the two steps; it is gone, as after a delete ordered after that one.
+      if (!(await store.delete(found.ref))) return false;
+      held.get(owner)?.free(found.slot);
+      return true;
+    },
+    forget: () => held.clear(),
+  };
+};

@@ -1,0 +1,129 @@
+import { MongoClient, type Collection, type Document, type ObjectId } from 'mongodb';
+import { COLLECTION } from './mongodb-plant-repository.js';
+import { INDEX_SPECS, missingIndexes } from './indexes.js';
+import { OUTSIDE_FROM } from './quota.js';
+
+/**
+ * Mends what the service cannot rebuild by itself: documents that share a key of a unique index, written while it was
+ * missing, and then builds the missing indexes. Idempotent and resumable: each step reads the collection as it is
+ * and changes only what still needs it, so a repair cut short is finished by running it again.
+ *
+ * - Plants sharing a slot: all but the first written (the least `_id`) move to fresh outside slots (quota.ts), where
+ *   they count and are moved back in by the next create when the owner has room. Nothing is deleted. Before it moves
+ *   any, the repair waits `noticeMs` after it first saw the slot index missing, longer than every running service's
+ *   index check (30 s): each has then forgotten what it knew of owners' slots (indexes.ts), so none trusts a look made
+ *   before a plant moved outside.
+ * - Plants sharing an id: copies identical to the first written are deleted (the plant is kept). Different plants
+ *   under one id are listed and left, unless `keepFirst`: then the later ones are deleted, each printed first.
+ */
+export interface RepairOptions {
+  readonly uri: string;
+  readonly db: string;
+  readonly noticeMs: number;
+  readonly keepFirst: boolean;
+  /** One line of what the repair found or did. */
+  readonly report: (line: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface RepairOutcome {
+  readonly movedOut: number;
+  readonly duplicatesDeleted: number;
+  /** Different plants under one (owner, id), left in place: the id index cannot be built until they are resolved. */
+  readonly conflicts: number;
+  readonly indexesBuilt: readonly string[];
+}
+
+type Stored = Document & { _id: ObjectId; owner: string; id: unknown; slot: number };
+
+/** Groups of documents sharing `key`, each group ordered by `_id` (the order they were written in). */
+const sharing = async (collection: Collection<Stored>, key: 'id' | 'slot'): Promise<Stored[][]> => {
+  const groups = await collection
+    .aggregate<{ docs: Stored[] }>(
+      [
+        { $sort: { _id: 1 } },
+        { $group: { _id: { owner: '$owner', k: `$${key}` }, docs: { $push: '$$ROOT' }, n: { $sum: 1 } } },
+        { $match: { n: { $gt: 1 } } },
+      ],
+      { allowDiskUse: true },
+    )
+    .toArray();
+  return groups.map((g) => [...g.docs].sort((a, b) => a._id.toHexString().localeCompare(b._id.toHexString())));
+};
+
+const fields = (doc: Stored): string => {
+  const { _id, slot, ...plant } = doc;
+  void _id;
+  void slot;
+  return JSON.stringify(plant, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+};
+
+export const repairStorage = async (options: RepairOptions): Promise<RepairOutcome> => {
+  const client = new MongoClient(options.uri, { useBigInt64: true, serverSelectionTimeoutMS: 10_000 });
+  try {
+    const collection = client.db(options.db).collection<Stored>(COLLECTION);
+    const plain = collection as unknown as Collection<Document>;
+    let missing = await missingIndexes(plain);
+    if (missing.length === 0) {
+      options.report('both unique indexes are in place: nothing to repair');
+      return { movedOut: 0, duplicatesDeleted: 0, conflicts: 0, indexesBuilt: [] };
+    }
+    options.report('missing unique indexes', { missing: missing.map((s) => s.name) });
+
+    let duplicatesDeleted = 0;
+    let conflicts = 0;
+    if (missing.some((s) => 'id' in s.key)) {
+      for (const [first, ...later] of await sharing(collection, 'id')) {
+        if (first === undefined) continue;
+        for (const doc of later) {
+          const same = fields(doc) === fields(first);
+          if (!same && !options.keepFirst) {
+            conflicts++;
+            options.report('different plants share an owner and id (run again with --keep-first to keep the first written)', {
+              owner: doc.owner,
+              kept: fields(first),
+              other: fields(doc),
+            });
+            continue;
+          }
+          if (!same) options.report('deleting a later plant under a shared id', { owner: doc.owner, plant: fields(doc) });
+          duplicatesDeleted += (await collection.deleteOne({ _id: doc._id })).deletedCount;
+        }
+      }
+    }
+
+    let movedOut = 0;
+    if (missing.some((s) => 'slot' in s.key)) {
+      const groups = await sharing(collection, 'slot');
+      if (groups.length > 0) {
+        options.report(`waiting ${options.noticeMs} ms for every running service to notice the missing slot index`);
+        await new Promise((resolve) => setTimeout(resolve, options.noticeMs));
+        if ((await missingIndexes(plain)).every((s) => !('slot' in s.key))) {
+          throw new Error('the slot index was built meanwhile: run the repair again');
+        }
+      }
+      for (const [, ...later] of await sharing(collection, 'slot')) {
+        for (const doc of later) {
+          const to = OUTSIDE_FROM + Math.floor(Math.random() * OUTSIDE_FROM);
+          movedOut += (await collection.updateOne({ _id: doc._id, slot: doc.slot }, { $set: { slot: to } })).modifiedCount;
+        }
+      }
+      if (movedOut > 0) options.report('plants that shared a slot moved outside (they count, and move back in)', { movedOut });
+    }
+
+    const indexesBuilt: string[] = [];
+    missing = await missingIndexes(plain);
+    for (const spec of INDEX_SPECS.filter((s) => missing.includes(s))) {
+      if ('id' in spec.key && conflicts > 0) continue;
+      await plain.createIndex(spec.key, { unique: true, name: spec.name });
+      indexesBuilt.push(spec.name);
+    }
+    options.report(conflicts > 0 ? 'repair incomplete: plants under shared ids remain' : 'repair done', {
+      indexesBuilt,
+      duplicatesDeleted,
+      movedOut,
+    });
+    return { movedOut, duplicatesDeleted, conflicts, indexesBuilt };
+  } finally {
+    await client.close();
+  }
+};

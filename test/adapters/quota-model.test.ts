@@ -1,0 +1,46 @@
+import fc from 'fast-check';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { runScenario, scenarioArbitrary, type ModelOptions } from './quota-model.js';
+
+/**
+ * The bound's model test (quota-model.ts): 10,000 schedules by default (QUOTA_MODEL_RUNS), each a scenario of
+ * creates, deletes, restarts with other bounds and the passing of time over three processes, with lost replies,
+ * timeouts and crashes, in an order the scheduler chooses. A failure prints the command that replays it.
+ */
+const RUNS = Number(process.env['QUOTA_MODEL_RUNS'] ?? '') || 10_000;
+const SEED = process.env['QUOTA_MODEL_SEED'];
+const PATH = process.env['QUOTA_MODEL_PATH'];
+
+const property = (options: ModelOptions) =>
+  fc.asyncProperty(fc.scheduler(), scenarioArbitrary, async (s, scenario) => {
+    const violation = await runScenario(s, scenario, options);
+    if (violation !== undefined) throw new Error(`${violation}\nschedule:\n${s.report().map((t) => `  ${t.label}`).join('\n')}`);
+  });
+
+const replay = (seed: number, path: string | null | undefined) =>
+  `QUOTA_MODEL_SEED=${seed}${path ? ` QUOTA_MODEL_PATH=${path}` : ''} node dist/test/support/run-tests.js quota-model`;
+
+test('the bound holds in every schedule of three processes with faults, restarts and bound changes', async () => {
+  const started = performance.now();
+  const details = await fc.check(property({}), {
+    numRuns: SEED === undefined ? RUNS : 1,
+    ...(SEED === undefined ? {} : { seed: Number(SEED), ...(PATH === undefined ? {} : { path: PATH }) }),
+  });
+  const seconds = (performance.now() - started) / 1000;
+  if (details.failed) {
+    const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
+    assert.unreachable(`replay with: ${replay(details.seed, details.counterexamplePath)}\n${error}`);
+  }
+  assert.is(details.numRuns, SEED === undefined ? RUNS : 1);
+  console.log(`  quota model: ${details.numRuns} schedules in ${seconds.toFixed(1)} s`);
+});
+
+test('the model finds a counterexample when a clean look is trusted forever (RULE 1 without its expiry)', async () => {
+  const details = await fc.check(property({ lookTtlMs: Number.POSITIVE_INFINITY }), { numRuns: RUNS, seed: 2 });
+  assert.ok(details.failed, 'a design that never looks again must break the bound after a change of bounds');
+  const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
+  assert.match(error, /under the bound/);
+});
+
+test.run();

@@ -49,7 +49,9 @@ const main = async (): Promise<number> => {
   const outcome = await repairStorage({
     uri: storage.uri,
     db: storage.db,
-    noticeMs: 35_000,
+    // Every running service lists the indexes every 30 s and cuts its requests under way when one is missing; a command
+    // such a request sent before lands within its deadline (STORAGE_TIMEOUT_MS).
+    noticeMs: 30_000 + storage.timeoutMs + 5000,
     keepFirst: parsed.values['keep-first'] === true,
     report: (line, fields) => process.stdout.write(`${JSON.stringify({ msg: line, ...fields })}\n`),
   });

@@ -31,6 +31,8 @@ export type Action =
 export interface Scenario {
   /** Each process's bound at start (0: none). */
   readonly bounds: readonly number[];
+  /** Owners each process may hold (0: none, so that every create glances at the owner). */
+  readonly held: number;
   /** Plants stored before: [id, slot] (a slot >= OUTSIDE_FROM as a process without a bound writes it). */
   readonly stored: ReadonlyArray<readonly [number, number]>;
   /** Rounds of actions: the actions of a round run at once, a round starts once the one before has settled. */
@@ -45,6 +47,7 @@ const plantId = fc.nat(4);
 
 export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   bounds: fc.tuple(bound, bound, bound),
+  held: fc.constantFrom(0, 8, 8),
   stored: fc.uniqueArray(
     fc.tuple(fc.integer({ min: 10, max: 19 }), fc.oneof(fc.nat(4), fc.constant(OUTSIDE_FROM), fc.constant(OUTSIDE_FROM + 1))),
     { maxLength: 4, selector: ([, slot]) => slot },
@@ -275,7 +278,7 @@ export const runScenario = async (
     p.quota = quota(store, {
       now: () => clock,
       lookTtlMs: options.lookTtlMs ?? LOOK_TTL_MS,
-      maxHeld: () => 8,
+      maxHeld: () => scenario.held,
       random: (n) => Math.min(n - 1, 1),
     });
   };

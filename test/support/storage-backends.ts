@@ -113,6 +113,7 @@ const mongoPeers = async (uri: string): Promise<RepositoryUnderTest> => {
       }
     },
     repaired: async () => {
+      // No request is under way when the contract calls this: the wait covers the instances' index checks alone.
       await repairStorage({ uri, db, noticeMs: 5 * CONTRACT_RECHECK_MS, keepFirst: false, report: () => {} });
       await drift.indexesBack();
     },

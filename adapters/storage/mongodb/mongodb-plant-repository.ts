@@ -9,7 +9,7 @@ import type { Plant } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { decodeStored } from './plant-document.js';
 import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, indexUpkeep } from './indexes.js';
-import { quota, type QuotaStore } from './quota.js';
+import { QuotaForgotten, quota, type QuotaStore } from './quota.js';
 
 export { INDEX_NAME, INDEX_SPECS, SLOT_INDEX_NAME };
 
@@ -81,7 +81,7 @@ class Call {
 }
 
 const unavailable = (e: unknown): boolean =>
-  e instanceof DeadlineExceeded || e instanceof IndexUnusable || isUnavailable(e);
+  e instanceof DeadlineExceeded || e instanceof IndexUnusable || e instanceof QuotaForgotten || isUnavailable(e);
 
 /**
  * Runs a driver call under a hard deadline and turns unavailability into StorageUnavailable. At the deadline the

@@ -56,7 +56,7 @@ export interface QuotaOptions {
   readonly now: () => number;
   /** RULE 1: how long a clean look is trusted. */
   readonly lookTtlMs: number;
-  /** Owners held at most (an LRU): each weighs about `max / 8` bytes and its entry. */
+  /** Owners held at most (an LRU; 0: none): each weighs about `max / 8` bytes and its entry. */
   readonly maxHeld: (max: number) => number;
   /** A random integer in [0, n). */
   readonly random: (n: number) => number;
@@ -64,6 +64,12 @@ export interface QuotaOptions {
 
 /** Throws when the request's deadline has passed: a command after it is never sent. */
 export type Check = () => void;
+
+/**
+ * What this process knew was forgotten during the request (a unique index went missing, see `forget`): the request
+ * ends without another command (503), and nothing it read is kept.
+ */
+export class QuotaForgotten extends Error {}
 
 /** The first outside slot of a plant created without a bound: far above any bound (at most 10^9, see config). */
 export const OUTSIDE_FROM = 2 ** 48;
@@ -85,6 +91,8 @@ class Held {
   constructor(
     readonly max: number,
     start: number,
+    /** Whether `used` is the owner's count (a load), or only the slots up to its highest, taken as all taken. */
+    readonly counted: boolean,
   ) {
     this.taken = new Uint8Array(Math.ceil(max / 8));
     this.cursor = start;
@@ -98,6 +106,13 @@ class Held {
     if (slot >= this.max || this.has(slot)) return;
     this.taken[slot >> 3] = (this.taken[slot >> 3] ?? 0) | (1 << (slot & 7));
     this.used++;
+  }
+
+  /** Takes every slot below `n` (at once: a fresh state has none taken). */
+  takeBelow(n: number): void {
+    this.taken.fill(0xff, 0, n >> 3);
+    for (let slot = n & ~7; slot < n; slot++) this.take(slot);
+    this.used = n;
   }
 
   free(slot: number): void {
@@ -126,6 +141,11 @@ class Held {
   get count(): number {
     return this.used + this.outside;
   }
+
+  /** The count for the port's answer, when this process has counted the owner. */
+  get reported(): { readonly count?: number } {
+    return this.counted ? { count: this.count } : {};
+  }
 }
 
 export interface Quota {
@@ -140,7 +160,10 @@ export interface Quota {
    * created again under that id is another document, out of its reach (RULE 4).
    */
   readonly remove: (owner: string, id: PlantId, check: Check) => Promise<boolean>;
-  /** Forgets every owner (the slot index was missing: what was learnt may no longer hold). */
+  /**
+   * Forgets every owner, and cuts the requests under way before their next command: a unique index is missing, so
+   * plants may be written that the index did not check, and the repair may move plants outside (repair.ts).
+   */
   readonly forget: () => void;
 }
 
@@ -148,11 +171,21 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   const { now, lookTtlMs, random } = options;
   /** The owners held, least recently used first (a Map keeps insertion order). */
   const held = new Map<string, Held>();
+  /** How many times everything was forgotten: a request that began before the last time may not keep what it read. */
+  let generation = 0;
+  /** `check`, and whether what this process knows was forgotten since the request began. */
+  const guarded = (check: Check): Check => {
+    const began = generation;
+    return () => {
+      check();
+      if (generation !== began) throw new QuotaForgotten('the unique indexes changed under the request');
+    };
+  };
 
   const keep = (owner: string, state: Held): void => {
     held.delete(owner);
     held.set(owner, state);
-    const room = Math.max(1, options.maxHeld(state.max));
+    const room = options.maxHeld(state.max);
     for (const oldest of held.keys()) {
       if (held.size <= room) break;
       held.delete(oldest);
@@ -164,7 +197,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     check();
     const sentAt = now();
     const slots = await store.slots(owner);
-    const state = new Held(max, random(max));
+    check();
+    const state = new Held(max, random(max), true);
     for (const slot of slots) {
       if (slot < max) state.take(slot);
       else state.outside++;
@@ -174,16 +208,37 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return state;
   };
 
+  /**
+   * An owner this process does not hold while its budget is full: one index seek for its highest slot (RULE 1's look)
+   * rather than a load, whose bytes grow with the owner's plants. Every slot up to the highest is taken as taken, so
+   * creates go above it; a load follows only if the owner seems full, or holds outside plants.
+   */
+  const glance = async (owner: string, max: number, check: Check): Promise<Held> => {
+    check();
+    const sentAt = now();
+    const top = (await store.top(owner)) ?? -1;
+    check();
+    if (top >= max) return load(owner, max, check);
+    const state = new Held(max, top + 1 + random(max - top - 1), false);
+    state.takeBelow(top + 1);
+    state.cleanAt = sentAt;
+    keep(owner, state);
+    return state;
+  };
+
   /** The owner's state with a clean look younger than lookTtlMs, or with its outside plants as last loaded. */
   const current = async (owner: string, max: number, check: Check): Promise<Held> => {
     const state = held.get(owner);
-    if (state === undefined || state.max !== max) return load(owner, max, check);
+    if (state === undefined || state.max !== max) {
+      return held.size < options.maxHeld(max) ? load(owner, max, check) : glance(owner, max, check);
+    }
     keep(owner, state);
     if (state.outside > 0 || now() - state.cleanAt < lookTtlMs) return state;
     // RULE 1 again, at the cost of one index seek: the highest slot tells whether any is outside.
     check();
     const sentAt = now();
     const top = await store.top(owner);
+    check();
     if (top !== undefined && top >= max) return load(owner, max, check);
     state.cleanAt = sentAt;
     return state;
@@ -199,7 +254,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   ): Promise<InsertOutcome | undefined> => {
     check();
     const stored = await store.find(owner, plant.id);
-    if (stored !== undefined) return { _tag: 'Exists', stored, count: state.count };
+    if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported };
     check();
     const count = await store.count(owner);
     return count >= max ? { _tag: 'OwnerFull', count } : undefined;
@@ -257,11 +312,11 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       check();
       const attempt = await store.insert(owner, plant, slot);
       state.take(slot);
-      if (attempt === 'inserted') return { _tag: 'Inserted', count: state.count };
+      if (attempt === 'inserted') return { _tag: 'Inserted', ...state.reported };
       if (attempt === 'taken') {
         check();
         const stored = await store.find(owner, plant.id);
-        if (stored !== undefined) return { _tag: 'Exists', stored, count: state.count };
+        if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported };
       }
       state = await current(owner, max, check);
     }
@@ -270,7 +325,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
 
   return {
     insert: (owner, plant, max, check) =>
-      Number.isFinite(max) ? bounded(owner, plant, max, check) : unbounded(owner, plant, check),
+      Number.isFinite(max) ? bounded(owner, plant, max, guarded(check)) : unbounded(owner, plant, check),
     remove: async (owner, id, check) => {
       check();
       const found = await store.locate(owner, id);
@@ -281,6 +336,9 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       held.get(owner)?.free(found.slot);
       return true;
     },
-    forget: () => held.clear(),
+    forget: () => {
+      generation++;
+      held.clear();
+    },
   };
 };

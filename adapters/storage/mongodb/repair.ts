@@ -10,9 +10,9 @@ import { OUTSIDE_FROM } from './quota.js';
  *
  * - Plants sharing a slot: all but the first written (the least `_id`) move to fresh outside slots (quota.ts), where
  *   they count and are moved back in by the next create when the owner has room. Nothing is deleted. Before it moves
- *   any, the repair waits `noticeMs` after it first saw the slot index missing, longer than every running service's
- *   index check (30 s): each has then forgotten what it knew of owners' slots (indexes.ts), so none trusts a look made
- *   before a plant moved outside.
+ *   any, the repair waits `noticeMs` after it first saw the slot index missing: longer than every running service's
+ *   index check (30 s) and a request's deadline, so that each has forgotten what it knew of owners' slots and ended
+ *   the requests that began before (quota.ts, `forget`), and none trusts a look made before a plant moved outside.
  * - Plants sharing an id: copies identical to the first written are deleted (the plant is kept). Different plants
  *   under one id are listed and left, unless `keepFirst`: then the later ones are deleted, each printed first.
  */
@@ -35,20 +35,23 @@ export interface RepairOutcome {
 
 type Stored = Document & { _id: ObjectId; owner: string; id: unknown; slot: number };
 
-/** Groups of documents sharing `key`, each group ordered by `_id` (the order they were written in). */
-const sharing = async (collection: Collection<Stored>, key: 'id' | 'slot'): Promise<Stored[][]> => {
-  const groups = await collection
-    .aggregate<{ docs: Stored[] }>(
-      [
-        { $sort: { _id: 1 } },
-        { $group: { _id: { owner: '$owner', k: `$${key}` }, docs: { $push: '$$ROOT' }, n: { $sum: 1 } } },
-        { $match: { n: { $gt: 1 } } },
-      ],
-      { allowDiskUse: true },
-    )
-    .toArray();
-  return groups.map((g) => [...g.docs].sort((a, b) => a._id.toHexString().localeCompare(b._id.toHexString())));
-};
+/**
+ * Groups of documents sharing `key`, each in the order they were written (by `_id`): one pass over the collection
+ * sorted by (owner, key, _id), holding one group at a time. (No $group: FerretDB lacks its $push.)
+ */
+async function* sharing(collection: Collection<Stored>, key: 'id' | 'slot'): AsyncGenerator<Stored[]> {
+  let group: Stored[] = [];
+  const cursor = collection.find({}, { sort: { owner: 1, [key]: 1, _id: 1 }, allowDiskUse: true, batchSize: 10_000 });
+  for await (const doc of cursor) {
+    const first = group[0];
+    if (first !== undefined && (first.owner !== doc.owner || first[key] !== doc[key])) {
+      if (group.length > 1) yield group;
+      group = [];
+    }
+    group.push(doc);
+  }
+  if (group.length > 1) yield group;
+}
 
 const fields = (doc: Stored): string => {
   const { _id, slot, ...plant } = doc;
@@ -72,7 +75,7 @@ export const repairStorage = async (options: RepairOptions): Promise<RepairOutco
     let duplicatesDeleted = 0;
     let conflicts = 0;
     if (missing.some((s) => 'id' in s.key)) {
-      for (const [first, ...later] of await sharing(collection, 'id')) {
+      for await (const [first, ...later] of sharing(collection, 'id')) {
         if (first === undefined) continue;
         for (const doc of later) {
           const same = fields(doc) === fields(first);
@@ -93,15 +96,15 @@ export const repairStorage = async (options: RepairOptions): Promise<RepairOutco
 
     let movedOut = 0;
     if (missing.some((s) => 'slot' in s.key)) {
-      const groups = await sharing(collection, 'slot');
-      if (groups.length > 0) {
+      const shared = await sharing(collection, 'slot').next();
+      if (shared.done !== true) {
         options.report(`waiting ${options.noticeMs} ms for every running service to notice the missing slot index`);
         await new Promise((resolve) => setTimeout(resolve, options.noticeMs));
         if ((await missingIndexes(plain)).every((s) => !('slot' in s.key))) {
           throw new Error('the slot index was built meanwhile: run the repair again');
         }
       }
-      for (const [, ...later] of await sharing(collection, 'slot')) {
+      for await (const [, ...later] of sharing(collection, 'slot')) {
         for (const doc of later) {
           const to = OUTSIDE_FROM + Math.floor(Math.random() * OUTSIDE_FROM);
           movedOut += (await collection.updateOne({ _id: doc._id, slot: doc.slot }, { $set: { slot: to } })).modifiedCount;

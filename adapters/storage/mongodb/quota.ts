@@ -211,7 +211,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   /**
    * An owner this process does not hold while its budget is full: one index seek for its highest slot (RULE 1's look)
    * rather than a load, whose bytes grow with the owner's plants. Every slot up to the highest is taken as taken, so
-   * creates go above it; a load follows only if the owner seems full, or holds outside plants.
+   * creates go above it, in order (an owner created so stays dense); a load follows only if the owner seems full, or
+   * holds outside plants.
    */
   const glance = async (owner: string, max: number, check: Check): Promise<Held> => {
     check();
@@ -219,7 +220,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     const top = (await store.top(owner)) ?? -1;
     check();
     if (top >= max) return load(owner, max, check);
-    const state = new Held(max, top + 1 + random(max - top - 1), false);
+    const state = new Held(max, top + 1, false);
     state.takeBelow(top + 1);
     state.cleanAt = sentAt;
     keep(owner, state);

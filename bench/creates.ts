@@ -2,14 +2,15 @@
  * `npm run bench:creates [-- --postgres] [--seconds N] [--rounds N] [--adapter <dist>]`: creates per second through
  * the MongoDB adapter with the default quota (10,000 per owner), side by side with the bare driver's `insertOne` of
  * the same document into the same collection, on one FerretDB (SQLite handler, or PostgreSQL with `--postgres`),
- * 16 concurrent clients, for an owner with no plants and for one at 75% of its quota (the adapter's creates rotate
- * over such owners, 24% of the quota each (2,400), so that none reaches its quota). Rounds alternate (driver,
+ * 16 concurrent clients, for an owner with no plants and for one at 75% of its quota, held by the process and not held
+ * (its memory budget full: each create glances at the owner's highest slot first); the adapter's creates rotate over
+ * such owners, 24% of the quota each (2,400), so that none reaches its quota. Rounds alternate (driver,
  * adapter, driver, adapter...) in one collection, so both see the same collection size. `--quota N`, `--owners N`
  * (per case; default 32 empty ones and 10 at 75%) and `--clients N` shrink it (test/bench/creates-smoke.test.ts runs
  * it in a few seconds that way); each client makes at least one create per round. `--adapter`
  * loads the adapter from another build's dist/ (say, the tree before a change) to compare. Each round opens a new
  * adapter instance, as a process just started, and makes each owner's first create before the clock runs (one load
- * of its slots, which on FerretDB/SQLite reads the whole collection; its time is printed apart). Prints medians.
+ * of its slots; its time is printed apart). Prints medians.
  */
 import { randomInt } from 'node:crypto';
 import { ObjectId } from 'mongodb';
@@ -37,7 +38,12 @@ for (const [name, value] of [
 
 const { adapter, dist } = await loadAdapter();
 const { server, handler, db, client, collection } = await benchStore('plantstore_bench');
-const openAdapter = () => adapter.mongodbPlantRepository(adapterOptions(server.uri, db, pino({ level: 'silent' })));
+/** An adapter instance; `held: false` gives it a budget too small to hold any owner (each create glances at it). */
+const openAdapter = (held: boolean) =>
+  adapter.mongodbPlantRepository({
+    ...adapterOptions(server.uri, db, pino({ level: 'silent' })),
+    ...(held ? {} : { slotCacheBytes: 1 }),
+  });
 
 const seed = (owner: string, n: number) => seedOwner(collection, owner, n);
 
@@ -109,18 +115,19 @@ try {
   console.log(
     `creates per second, ${CLIENTS} concurrent clients, quota ${QUOTA}, ${rounds} rounds of ${seconds} s, FerretDB ${handler}; adapter from ${dist}`,
   );
-  for (const [label, fill] of [
-    ['owner with no plants', 0],
-    ['owner at 75% of its quota', Math.floor((QUOTA * 3) / 4)],
+  for (const [label, fill, held] of [
+    ['owner with no plants', 0, true],
+    ['owner at 75% of its quota', Math.floor((QUOTA * 3) / 4), true],
+    ['owner at 75% of its quota, not held (memory budget full)', Math.floor((QUOTA * 3) / 4), false],
   ] as const) {
-    const driverOwners = Array.from({ length: ownersFor(fill) }, (_, i) => `bench-driver-${fill}-${i}`);
-    const adapterOwners = Array.from({ length: ownersFor(fill) }, (_, i) => `bench-adapter-${fill}-${i}`);
+    const driverOwners = Array.from({ length: ownersFor(fill) }, (_, i) => `bench-driver-${fill}-${held}-${i}`);
+    const adapterOwners = Array.from({ length: ownersFor(fill) }, (_, i) => `bench-adapter-${fill}-${held}-${i}`);
     for (const owner of adapterOwners) await seed(owner, fill);
     const rates: [number[], number[]] = [[], []];
     for (let round = 1; round <= rounds; round++) {
       // Each round: the owners back at the case's fill, and a new adapter instance (as a process just started).
       await collection.deleteMany({ id: { $gte: 1_000_000n } });
-      const store = openAdapter();
+      const store = openAdapter(held);
       try {
         // Not counted: the pool's connections, and the adapter's first create of each owner (one load of its
         // slots, which on FerretDB/SQLite reads the whole collection); timed and shown apart.

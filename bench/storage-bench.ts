@@ -1,5 +1,5 @@
 /**
- * What the storage benches (`creates.ts`, `storage-scale.ts`, `scale.ts`, `scale-http.ts`) share: their arguments, the adapter of the build named
+ * What the storage bench (`creates.ts`) uses: their arguments, the adapter of the build named
  * by `--adapter` (this build by default, to compare a change with the tree before it), and one FerretDB (SQLite
  * handler, or PostgreSQL with `--postgres`) started on a free port with a fresh database's `plants` collection.
  */
@@ -27,9 +27,7 @@ interface AdapterModule {
   readonly mongodbPlantRepository: (options: ReturnType<typeof adapterOptions> & Record<string, unknown>) => {
     readonly repository: PlantRepository;
     readonly close: () => Promise<void>;
-    /** The driver's clients (command monitoring): requests, and loads of owners' slots. */
     readonly client: MongoClient;
-    readonly slotClient: MongoClient;
   };
 }
 

@@ -15,7 +15,13 @@ const PATH = process.env['QUOTA_MODEL_PATH'];
 const property = (options: ModelOptions) =>
   fc.asyncProperty(fc.scheduler(), scenarioArbitrary, async (s, scenario) => {
     const violation = await runScenario(s, scenario, options);
-    if (violation !== undefined) throw new Error(`${violation}\nschedule:\n${s.report().map((t) => `  ${t.label}`).join('\n')}`);
+    if (violation !== undefined)
+      throw new Error(
+        `${violation}\nschedule:\n${s
+          .report()
+          .map((t) => `  ${t.label}`)
+          .join('\n')}`,
+      );
   });
 
 const replay = (seed: number, path: string | null | undefined) =>
@@ -29,7 +35,8 @@ test('the bound holds in every schedule of three processes with faults, restarts
   });
   const seconds = (performance.now() - started) / 1000;
   if (details.failed) {
-    const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
+    const error =
+      details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
     assert.unreachable(`replay with: ${replay(details.seed, details.counterexamplePath)}\n${error}`);
   }
   assert.is(details.numRuns, SEED === undefined ? RUNS : 1);

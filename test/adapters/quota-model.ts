@@ -49,13 +49,13 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   bounds: fc.tuple(bound, bound, bound),
   held: fc.constantFrom(0, 8, 8),
   stored: fc.uniqueArray(
-    fc.tuple(fc.integer({ min: 10, max: 19 }), fc.oneof(fc.nat(4), fc.constant(OUTSIDE_FROM), fc.constant(OUTSIDE_FROM + 1))),
+    fc.tuple(
+      fc.integer({ min: 10, max: 19 }),
+      fc.oneof(fc.nat(4), fc.constant(OUTSIDE_FROM), fc.constant(OUTSIDE_FROM + 1)),
+    ),
     { maxLength: 4, selector: ([, slot]) => slot },
   ),
-  rounds: fc.array(
-    fc.array(action(), { minLength: 1, maxLength: 4 }),
-    { minLength: 1, maxLength: 10 },
-  ),
+  rounds: fc.array(fc.array(action(), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 10 }),
   faults: fc.array(fc.constantFrom<Fault>('ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'lost', 'timeout', 'crash'), {
     maxLength: 60,
   }),
@@ -63,10 +63,24 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
 
 function action(): fc.Arbitrary<Action> {
   return fc.oneof(
-      { weight: 6, arbitrary: fc.record({ kind: fc.constant('create' as const), proc, id: plantId, name: fc.constantFrom('a' as const, 'b' as const) }) },
-      { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), proc, id: plantId }) },
-      { weight: 2, arbitrary: fc.record({ kind: fc.constant('restart' as const), proc, bound }) },
-      { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.constantFrom(1000, 40_000, 70_000, 70_000) }) },
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        kind: fc.constant('create' as const),
+        proc,
+        id: plantId,
+        name: fc.constantFrom('a' as const, 'b' as const),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), proc, id: plantId }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('restart' as const), proc, bound }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant('advance' as const),
+        ms: fc.constantFrom(1000, 40_000, 70_000, 70_000),
+      }),
+    },
   );
 }
 
@@ -236,7 +250,9 @@ export const runScenario = async (
         return d === undefined ? undefined : plant(d.id, d.name);
       }),
     top: () =>
-      send('top', () => owned().reduce<number | undefined>((top, d) => (top === undefined || d.slot > top ? d.slot : top), undefined)),
+      send('top', () =>
+        owned().reduce<number | undefined>((top, d) => (top === undefined || d.slot > top ? d.slot : top), undefined),
+      ),
     slots: () => send('slots', () => owned().map((d) => d.slot)),
     outside: (_, from) =>
       send(`outside ${from}`, () => owned().flatMap((d) => (d.slot >= from ? [{ ref: d, slot: d.slot }] : []))),
@@ -311,7 +327,8 @@ export const runScenario = async (
       if (!docs.has(d.ref) && !deleted.has(d)) violated(`acknowledged plant ${d.id} (${d.name}) lost`);
     }
     for (const p of procs) {
-      if (p.bound > 0 && owned().filter((d) => d.slot < p.bound).length > p.bound) violated('inside plants over the bound');
+      if (p.bound > 0 && owned().filter((d) => d.slot < p.bound).length > p.bound)
+        violated('inside plants over the bound');
     }
   };
 

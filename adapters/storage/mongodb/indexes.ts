@@ -28,7 +28,9 @@ const sameKey = (key: unknown, expected: Readonly<Record<string, number>>): bool
   JSON.stringify(Object.entries(key).map(([k, v]) => [k, Number(v)])) === JSON.stringify(Object.entries(expected));
 
 /** The unique indexes of INDEX_SPECS missing from the collection (one listIndexes). */
-export const missingIndexes = async (collection: Collection<Document>): Promise<Array<(typeof INDEX_SPECS)[number]>> => {
+export const missingIndexes = async (
+  collection: Collection<Document>,
+): Promise<Array<(typeof INDEX_SPECS)[number]>> => {
   let listed: Document[];
   try {
     listed = await collection.listIndexes().toArray();
@@ -59,20 +61,28 @@ export const indexUpkeep = (
 ): IndexUpkeep => {
   const { logger, namespace } = options;
   let state: 'unknown' | 'ok' | 'missing' = 'unknown';
+  /** Whether an index went missing after it was in place (then its return is logged too). */
+  let lost = false;
   let running: Promise<void> | undefined;
   let reported = '';
 
   const build = async (): Promise<void> => {
     const missing = await missingIndexes(collection);
     if (missing.length === 0) {
-      if (state === 'missing') logger.info({ namespace }, 'storage: the unique indexes are in place; serving creates again');
+      if (lost) logger.info({ namespace }, 'storage: the unique indexes are in place; serving creates again');
+      lost = false;
       state = 'ok';
       reported = '';
       return;
     }
     if (state !== 'missing') {
       const names = missing.map((spec) => spec.name).join(', ');
-      if (state === 'ok') logger.error({ namespace, missing: names }, 'storage: a unique index is missing; creates answer 503 until it is rebuilt');
+      lost ||= state === 'ok';
+      if (state === 'ok')
+        logger.error(
+          { namespace, missing: names },
+          'storage: a unique index is missing; creates answer 503 until it is rebuilt',
+        );
       options.onMissing();
       state = 'missing';
     }
@@ -91,7 +101,8 @@ export const indexUpkeep = (
       }
     }
     if ((await missingIndexes(collection)).length === 0) {
-      logger.info({ namespace }, 'storage: the unique indexes are in place; serving creates again');
+      if (lost) logger.info({ namespace }, 'storage: the unique indexes are in place; serving creates again');
+      lost = false;
       state = 'ok';
       reported = '';
     }

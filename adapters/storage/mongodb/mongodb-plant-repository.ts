@@ -147,7 +147,11 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   });
   const db = client.db(options.db);
   const collection: Collection<PlantDocument> = db.collection<PlantDocument>(COLLECTION);
-  const writeConcern: WriteConcernSettings = { w: options.writeConcern, journal: options.journal, wtimeoutMS: timeoutMs };
+  const writeConcern: WriteConcernSettings = {
+    w: options.writeConcern,
+    journal: options.journal,
+    wtimeoutMS: timeoutMs,
+  };
   const maxTimeMS = timeoutMs;
 
   const store: QuotaStore<ObjectId> = {
@@ -158,7 +162,8 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       } catch (e) {
         if (!isDuplicateKey(e)) throw e;
         // MongoDB names the index that refused it; FerretDB does not, and then the caller looks the id up.
-        const pattern = e instanceof MongoServerError ? (e.keyPattern as Record<string, unknown> | undefined) : undefined;
+        const pattern =
+          e instanceof MongoServerError ? (e.keyPattern as Record<string, unknown> | undefined) : undefined;
         return pattern !== undefined && 'slot' in pattern ? 'slot-taken' : 'taken';
       }
     },
@@ -167,7 +172,10 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       return doc === null ? undefined : decodeStored(doc);
     },
     top: async (owner) => {
-      const doc = await collection.findOne({ owner }, { sort: { slot: -1 }, projection: { _id: 0, slot: 1 }, maxTimeMS });
+      const doc = await collection.findOne(
+        { owner },
+        { sort: { slot: -1 }, projection: { _id: 0, slot: 1 }, maxTimeMS },
+      );
       return doc === null ? undefined : Number(doc.slot);
     },
     slots: async (owner) => {
@@ -278,11 +286,17 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   void connect()
     .then(indexes.check)
     .catch((e: unknown) => {
-      logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'storage not reachable yet; will retry on demand');
+      logger.warn(
+        { err: e instanceof Error ? e.message : String(e) },
+        'storage not reachable yet; will retry on demand',
+      );
     });
   // A running service notices a dropped index within indexRecheckMs, without a request asking.
   const recheckTimer = setInterval(
-    () => void connect().then(indexes.check).catch(() => undefined),
+    () =>
+      void connect()
+        .then(indexes.check)
+        .catch(() => undefined),
     options.indexRecheckMs ?? 30_000,
   );
   recheckTimer.unref();

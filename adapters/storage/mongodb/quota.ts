@@ -171,6 +171,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   const { now, lookTtlMs, random } = options;
   /** The owners held, least recently used first (a Map keeps insertion order). */
   const held = new Map<string, Held>();
+  /** The look under way for an owner, if any (see `current`). */
+  const looking = new Map<string, Promise<Held>>();
   /** How many times everything was forgotten: a request that began before the last time may not keep what it read. */
   let generation = 0;
   /** `check`, and whether what this process knows was forgotten since the request began. */
@@ -231,7 +233,21 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   const current = async (owner: string, max: number, check: Check): Promise<Held> => {
     const state = held.get(owner);
     if (state === undefined || state.max !== max) {
-      return held.size < options.maxHeld(max) ? load(owner, max, check) : glance(owner, max, check);
+      // Concurrent creates of an owner not held share one look (and then its slots), rather than all choosing the
+      // same slot above the owner's highest, one at a time.
+      const underway = looking.get(owner);
+      if (underway !== undefined) {
+        const shared = await underway.catch(() => undefined);
+        check();
+        if (shared !== undefined && shared.max === max) return shared;
+      }
+      const look = held.size < options.maxHeld(max) ? load(owner, max, check) : glance(owner, max, check);
+      looking.set(owner, look);
+      try {
+        return await look;
+      } finally {
+        if (looking.get(owner) === look) looking.delete(owner);
+      }
     }
     keep(owner, state);
     if (state.outside > 0 || now() - state.cleanAt < lookTtlMs) return state;
@@ -290,7 +306,12 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return undefined;
   };
 
-  const bounded = async (owner: string, plant: Plant, max: number, check: Check): Promise<InsertOutcome | undefined> => {
+  const bounded = async (
+    owner: string,
+    plant: Plant,
+    max: number,
+    check: Check,
+  ): Promise<InsertOutcome | undefined> => {
     let state = await current(owner, max, check);
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (state.outside > 0) {
@@ -319,7 +340,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
         const stored = await store.find(owner, plant.id);
         if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported };
       }
-      state = await current(owner, max, check);
+      // Another create took the slot: the next one believed free, on the same look while it is young enough.
+      if (now() - state.cleanAt >= lookTtlMs) state = await current(owner, max, check);
     }
     return undefined;
   };

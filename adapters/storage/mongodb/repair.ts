@@ -81,14 +81,18 @@ export const repairStorage = async (options: RepairOptions): Promise<RepairOutco
           const same = fields(doc) === fields(first);
           if (!same && !options.keepFirst) {
             conflicts++;
-            options.report('different plants share an owner and id (run again with --keep-first to keep the first written)', {
-              owner: doc.owner,
-              kept: fields(first),
-              other: fields(doc),
-            });
+            options.report(
+              'different plants share an owner and id (run again with --keep-first to keep the first written)',
+              {
+                owner: doc.owner,
+                kept: fields(first),
+                other: fields(doc),
+              },
+            );
             continue;
           }
-          if (!same) options.report('deleting a later plant under a shared id', { owner: doc.owner, plant: fields(doc) });
+          if (!same)
+            options.report('deleting a later plant under a shared id', { owner: doc.owner, plant: fields(doc) });
           duplicatesDeleted += (await collection.deleteOne({ _id: doc._id })).deletedCount;
         }
       }
@@ -107,10 +111,12 @@ export const repairStorage = async (options: RepairOptions): Promise<RepairOutco
       for await (const [, ...later] of sharing(collection, 'slot')) {
         for (const doc of later) {
           const to = OUTSIDE_FROM + Math.floor(Math.random() * OUTSIDE_FROM);
-          movedOut += (await collection.updateOne({ _id: doc._id, slot: doc.slot }, { $set: { slot: to } })).modifiedCount;
+          movedOut += (await collection.updateOne({ _id: doc._id, slot: doc.slot }, { $set: { slot: to } }))
+            .modifiedCount;
         }
       }
-      if (movedOut > 0) options.report('plants that shared a slot moved outside (they count, and move back in)', { movedOut });
+      if (movedOut > 0)
+        options.report('plants that shared a slot moved outside (they count, and move back in)', { movedOut });
     }
 
     const indexesBuilt: string[] = [];

@@ -53,7 +53,7 @@ const main = async (): Promise<number> => {
     // such a request sent before lands within its deadline (STORAGE_TIMEOUT_MS).
     noticeMs: 30_000 + storage.timeoutMs + 5000,
     keepFirst: parsed.values['keep-first'] === true,
-    report: (line, fields) => process.stdout.write(`${JSON.stringify({ msg: line, ...fields })}\n`),
+    report: (line) => process.stdout.write(`${line}\n`),
   });
   return outcome.conflicts > 0 ? 1 : 0;
 };

@@ -245,9 +245,10 @@ export const runScenario = async (
         return 'inserted' as const;
       }),
     find: (_, id) =>
-      send(`find ${id}`, () => {
+      send(`find ${id}`, (op) => {
+        op.locatedAt = step;
         const d = owned().find((o) => o.id === Number(id));
-        return d === undefined ? undefined : plant(d.id, d.name);
+        return d === undefined ? undefined : { plant: plant(d.id, d.name), ref: d, slot: d.slot };
       }),
     top: () =>
       send('top', () =>
@@ -271,12 +272,6 @@ export const runScenario = async (
           return true;
         },
       ).then((moved) => moved === true),
-    locate: (_, id) =>
-      send(`locate ${id}`, (op) => {
-        op.locatedAt = step;
-        const d = owned().find((o) => o.id === Number(id));
-        return d === undefined ? undefined : { ref: d, slot: d.slot };
-      }),
     delete: (ref) =>
       send(`delete ${ref.id}`, (op) => {
         if (!docs.has(ref.ref)) return false;

@@ -68,44 +68,35 @@ export const indexUpkeep = (
 
   const build = async (): Promise<void> => {
     const missing = await missingIndexes(collection);
-    if (missing.length === 0) {
-      if (lost) logger.info({ namespace }, 'storage: the unique indexes are in place; serving creates again');
-      lost = false;
-      state = 'ok';
-      reported = '';
-      return;
-    }
-    if (state !== 'missing') {
-      const names = missing.map((spec) => spec.name).join(', ');
-      lost ||= state === 'ok';
-      if (state === 'ok')
+    if (missing.length > 0) {
+      if (state === 'ok') {
+        lost = true;
+        const names = missing.map((spec) => spec.name).join(', ');
         logger.error(
           { namespace, missing: names },
-          'storage: a unique index is missing; creates answer 503 until it is rebuilt',
+          'storage: a unique index is missing; creates answer 503 until it is back',
         );
-      options.onMissing();
+      }
+      if (state !== 'missing') options.onMissing();
       state = 'missing';
-    }
-    for (const spec of missing) {
-      try {
-        await collection.createIndex(spec.key, { unique: true, name: spec.name });
-      } catch (e) {
-        const problem = isDuplicateKey(e)
-          ? `documents share a key of ${spec.name} (written while it was missing): run \`${REPAIR_COMMAND}\``
-          : `the server refused ${spec.name}: ${e instanceof Error ? e.message.slice(0, 300) : String(e)}`;
-        if (problem !== reported) {
+      for (const spec of missing) {
+        try {
+          await collection.createIndex(spec.key, { unique: true, name: spec.name });
+        } catch (e) {
+          const problem = isDuplicateKey(e)
+            ? `documents share a key of ${spec.name} (written while it was missing): run \`${REPAIR_COMMAND}\``
+            : `the server refused ${spec.name}: ${e instanceof Error ? e.message.slice(0, 300) : String(e)}`;
+          if (problem !== reported)
+            logger.error({ namespace, index: spec.name }, `storage: creates answer 503: ${problem}`);
           reported = problem;
-          logger.error({ namespace, index: spec.name }, `storage: creates answer 503: ${problem}`);
+          return;
         }
-        return;
       }
     }
-    if ((await missingIndexes(collection)).length === 0) {
-      if (lost) logger.info({ namespace }, 'storage: the unique indexes are in place; serving creates again');
-      lost = false;
-      state = 'ok';
-      reported = '';
-    }
+    if (lost) logger.info({ namespace }, 'storage: the unique indexes are in place; serving creates again');
+    lost = false;
+    state = 'ok';
+    reported = '';
   };
 
   const check = (): Promise<void> =>

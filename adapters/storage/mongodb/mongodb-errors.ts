@@ -78,19 +78,11 @@ const UNEXPORTED_UNAVAILABLE = new Set(['MongoPoolClosedError', 'MongoWaitQueueT
  * Socket errors the driver lets through unwrapped: a command written to a connection the server just closed (a killed
  * server) fails with Node's own EPIPE, "This socket has been ended by the other party" (found by test/scale as a 500).
  */
-const CONNECTION_GONE = new Set([
-  'EPIPE',
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTCONN',
-  'ERR_SOCKET_CLOSED',
-  'ERR_STREAM_DESTROYED',
-  'ERR_STREAM_WRITE_AFTER_END',
-]);
+const CONNECTION_GONE = new Set(
+  'EPIPE ECONNRESET ECONNREFUSED ECONNABORTED ETIMEDOUT EHOSTUNREACH ENETUNREACH ENOTCONN ERR_SOCKET_CLOSED ERR_STREAM_DESTROYED ERR_STREAM_WRITE_AFTER_END'.split(
+    ' ',
+  ),
+);
 
 /**
  * FerretDB's PostgreSQL handler passes on losing its PostgreSQL as an InternalError (code 1) with the client library's

@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto';
 import * as E from 'fp-ts/lib/Either.js';
 import type * as TE from 'fp-ts/lib/TaskEither.js';
 import { MongoClient, MongoServerError, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
@@ -25,7 +24,7 @@ export interface MongoOptions {
   readonly indexRecheckMs?: number;
   /** Heap bytes for what the process remembers of owners' slots (MONGODB_SLOTS_MEMORY_BYTES, 64 MiB). */
   readonly slotCacheBytes?: number;
-  /** How long a look that found no outside plant is trusted (quota.ts, RULE 1; 30 s). */
+  /** How long a look that found no outside plant is trusted (quota.ts, RULE 1; see `lookTtlFor`). */
   readonly lookTtlMs?: number;
   /** Emit the driver's command monitoring events on `client` (tests count round trips with them). */
   readonly monitorCommands?: boolean;
@@ -39,46 +38,21 @@ export interface MongoOptions {
  */
 type PlantDocument = Plant & { _id: ObjectId; owner: string; /** quota.ts */ slot: number };
 
-/** A plant read back: the document without the fields the adapter keeps beside it. */
+/** A plant read back: the document without the fields the adapter keeps beside it (decodeStored ignores those). */
 const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
 
 export const COLLECTION = 'plants';
-/** Tries of one slot move that collides with another process's update of the same document (see `move`). */
-const MOVE_ATTEMPTS = 5;
+/**
+ * RULE 1's expiry (quota.ts): a look is trusted 30 s, and less when a request may take longer than 25 s, so that a look
+ * plus a request's deadline stays under the 60 s after which the contract wants the bound exact again once the last
+ * process with another bound has stopped.
+ */
+const lookTtlFor = (timeoutMs: number): number => Math.max(0, Math.min(30_000, 55_000 - timeoutMs));
 /** Heap bytes of one held owner beside its bitset: the object, its Map entry and the owner's name. */
 const HELD_BYTES = 300;
 
 /** The adapter's own bound on a call, for a driver that does not give up in time. */
 class DeadlineExceeded extends Error {}
-
-/**
- * One call under its deadline: `signal` aborts the driver's reads at the deadline, `check` stops further steps.
- * The signal is made only when a step asks for it (a page, a delete, a wait for an index): Node's AbortController is
- * dear to make (about 9 µs of a create's CPU, measured beside a bare insertOne; see docs/storage.md), and a create in
- * the steady state passes none to the driver.
- */
-class Call {
-  private expired: DeadlineExceeded | undefined;
-  private controller: AbortController | undefined;
-
-  get signal(): AbortSignal {
-    if (this.controller === undefined) {
-      this.controller = new AbortController();
-      if (this.expired !== undefined) this.controller.abort(this.expired);
-    }
-    return this.controller.signal;
-  }
-
-  /** Throws once the deadline has passed: a step after it is never sent (its answer would go to nobody). */
-  readonly check = (): void => {
-    if (this.expired !== undefined) throw new DeadlineExceeded('storage deadline exceeded');
-  };
-
-  expire(reason: DeadlineExceeded): void {
-    this.expired = reason;
-    this.controller?.abort(reason);
-  }
-}
 
 const unavailable = (e: unknown): boolean =>
   e instanceof DeadlineExceeded || e instanceof IndexUnusable || e instanceof QuotaForgotten || isUnavailable(e);
@@ -90,19 +64,22 @@ const unavailable = (e: unknown): boolean =>
  * decided on (see `remove`), a late insert stores the plant it was asked to store, as an identical retry would.
  */
 const guarded =
-  <A>(timeoutMs: number, run: (call: Call) => Promise<A>): TE.TaskEither<StorageUnavailable, A> =>
+  <A>(timeoutMs: number, run: (check: () => void) => Promise<A>): TE.TaskEither<StorageUnavailable, A> =>
   async () => {
-    const call = new Call();
+    let expired = false;
+    /** Throws once the deadline has passed: a step after it is never sent (its answer would go to nobody). */
+    const check = (): void => {
+      if (expired) throw new DeadlineExceeded('storage deadline exceeded');
+    };
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        const exceeded = new DeadlineExceeded('storage deadline exceeded');
-        call.expire(exceeded);
-        reject(exceeded);
+        expired = true;
+        reject(new DeadlineExceeded('storage deadline exceeded'));
       }, timeoutMs);
     });
     try {
-      return E.right(await Promise.race([run(call), deadline]));
+      return E.right(await Promise.race([run(check), deadline]));
     } catch (e) {
       if (unavailable(e)) return E.left(storageUnavailable);
       throw e;
@@ -168,8 +145,8 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       }
     },
     find: async (owner, id) => {
-      const doc = await collection.findOne({ owner, id }, { projection: PLANT_FIELDS, maxTimeMS });
-      return doc === null ? undefined : decodeStored(doc);
+      const doc = await collection.findOne({ owner, id }, { projection: { owner: 0 }, maxTimeMS });
+      return doc === null ? undefined : { plant: decodeStored(doc), ref: doc._id, slot: Number(doc.slot) };
     },
     top: async (owner) => {
       const doc = await collection.findOne(
@@ -191,23 +168,17 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         await collection.find({ owner, slot: { $gte: from } }, { projection: { _id: 1, slot: 1 }, maxTimeMS }).toArray()
       ).map((d) => ({ ref: d._id, slot: Number(d.slot) })),
     count: (owner) => collection.countDocuments({ owner }, { maxTimeMS }),
-    locate: async (owner, id) => {
-      const doc = await collection.findOne({ owner, id }, { projection: { _id: 1, slot: 1 }, maxTimeMS });
-      return doc === null ? undefined : { ref: doc._id, slot: Number(doc.slot) };
-    },
     delete: async (ref) => (await collection.deleteOne({ _id: ref }, { writeConcern, maxTimeMS })).deletedCount === 1,
     move: async (ref, from, to) => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          // No match: the plant was deleted or moved meanwhile; either way it is no longer outside.
-          await collection.updateOne({ _id: ref, slot: from }, { $set: { slot: to } }, { writeConcern, maxTimeMS });
-          return true;
-        } catch (e) {
-          if (isDuplicateKey(e)) return false;
-          // FerretDB on PostgreSQL answers two moves of one document at once with a deadlock for one: nothing changed.
-          if (!isWriteConflict(e) || attempt >= MOVE_ATTEMPTS) throw e;
-          await new Promise((resolve) => setTimeout(resolve, randomInt(5, 30)));
-        }
+      try {
+        // No match: the plant was deleted or moved meanwhile; either way it is no longer outside.
+        await collection.updateOne({ _id: ref, slot: from }, { $set: { slot: to } }, { writeConcern, maxTimeMS });
+        return true;
+      } catch (e) {
+        // The slot is taken; or, on FerretDB/PostgreSQL, two moves of one plant met in a deadlock and this one changed
+        // nothing: either way another slot is tried, and the load that follows the moves tells what holds.
+        if (isDuplicateKey(e) || isWriteConflict(e)) return false;
+        throw e;
       }
     },
   };
@@ -215,7 +186,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   const budget = options.slotCacheBytes ?? 64 * 1024 * 1024;
   const slots = quota(store, {
     now: () => performance.now(),
-    lookTtlMs: options.lookTtlMs ?? 30_000,
+    lookTtlMs: options.lookTtlMs ?? lookTtlFor(timeoutMs),
     maxHeld: (max) => Math.floor(budget / (Math.ceil(max / 8) + HELD_BYTES)),
     random: (n) => Math.floor(Math.random() * n),
   });
@@ -239,10 +210,10 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
 
   const repository: PlantRepository = {
     insert: (owner, p, maxPlants = NO_PLANT_LIMIT) => {
-      const attempt = guarded(timeoutMs, async (call) => {
+      const attempt = guarded(timeoutMs, async (check) => {
         await connect();
         await indexes.ready();
-        return slots.insert(owner, p, maxPlants, call.check);
+        return slots.insert(owner, p, maxPlants, check);
       });
       // Plain checks rather than pipe and TE.flatMap: fp-ts's data-first `dual` copies its arguments on every call.
       return async () => {
@@ -254,11 +225,11 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     },
 
     page: (owner, after, limit) =>
-      guarded(timeoutMs, async (call): Promise<PlantPage> => {
+      guarded(timeoutMs, async (): Promise<PlantPage> => {
         await connect();
         const filter = after === undefined ? { owner } : { owner, id: { $gt: after } };
         const docs = await collection
-          .find(filter, { projection: PLANT_FIELDS, maxTimeMS, signal: call.signal })
+          .find(filter, { projection: PLANT_FIELDS, maxTimeMS })
           .sort({ id: 1 })
           .limit(limit + 1)
           .batchSize(limit + 1) // the whole page in the first reply: one round trip, never a getMore
@@ -268,15 +239,15 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       }),
 
     remove: (owner, id) =>
-      guarded(timeoutMs, async (call) => {
+      guarded(timeoutMs, async (check) => {
         await connect();
-        return slots.remove(owner, id, call.check);
+        return slots.remove(owner, id, check);
       }),
 
     // Ready: the server answers and both unique indexes are in place (a create can be served).
-    ping: guarded(timeoutMs, async (call) => {
+    ping: guarded(timeoutMs, async () => {
       await connect();
-      await db.command({ ping: 1 }, { signal: call.signal });
+      await db.command({ ping: 1 });
       await indexes.check();
       await indexes.ready();
     }),

@@ -22,32 +22,31 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  * found none stays true, and RULE 1 keeps the owner at most `max`. While processes with another bound serve, they may
  * write outside plants after a look; RULE 1's expiry bounds how long that look is trusted: from `lookTtlMs` plus a
  * request's deadline after the last such process stopped, every look trusted was sent after its last write (the
- * contract allows 60 s; the lookTtlMs is 30 s and STORAGE_TIMEOUT_MS at most 60 s, see docs/storage.md).
+ * contract's 60 s; mongodb-plant-repository.ts chooses the expiry so).
  *
  * What this process remembers of an owner (`Held`) is a hint that the index corrects: the inside slots it knows taken
  * (1 bit a slot), the outside plants it saw, and when its last clean look was sent. A slot believed free but taken
  * costs a retry; a slot believed taken but free at worst makes the owner look full, and RULE 3 then reads the truth.
  */
 
-/** The commands the bound needs; each is one round trip, served on MongoDB by a unique index on `(owner, ...)`. */
+/**
+ * The commands the bound needs, each one round trip served on MongoDB by a unique index with `owner` first: insertOne
+ * (`slot-taken` when the store says the slot index refused it, `taken` when it does not say which); findOne by owner
+ * and id (`find`: the plant, what names its document, and its slot); the owner's highest slot (`top`), every
+ * slot (`slots`), its plants at or above a slot (`outside`), its count; updateOne by `_id` and slot (`move`: false when
+ * the target slot is taken); deleteOne by `_id` (false: gone already). `check` is called before each (see `Check`).
+ */
 export interface QuotaStore<Ref> {
-  /** insertOne at `slot`: `slot-taken` when the store says the slot index refused it, `taken` when it does not say. */
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<'inserted' | 'slot-taken' | 'taken'>;
-  /** findOne `{owner, id}`. */
-  readonly find: (owner: string, id: PlantId) => Promise<Plant | undefined>;
-  /** findOne `{owner}` by `slot` descending: the owner's highest slot (undefined: no plant). */
+  readonly find: (
+    owner: string,
+    id: PlantId,
+  ) => Promise<{ readonly plant: Plant; readonly ref: Ref; readonly slot: number } | undefined>;
   readonly top: (owner: string) => Promise<number | undefined>;
-  /** find `{owner}` projecting `slot`: every slot the owner's plants hold. */
   readonly slots: (owner: string) => Promise<number[]>;
-  /** find `{owner, slot >= from}`: the owner's outside plants, each with what names its document. */
   readonly outside: (owner: string, from: number) => Promise<Array<{ readonly ref: Ref; readonly slot: number }>>;
-  /** countDocuments `{owner}`. */
   readonly count: (owner: string) => Promise<number>;
-  /** updateOne `{_id: ref, slot: from}` to `to`: false when the slot index refused it (`to` is taken). */
   readonly move: (ref: Ref, from: number, to: number) => Promise<boolean>;
-  /** findOne `{owner, id}` projecting `_id` and `slot`: the document a delete removes. */
-  readonly locate: (owner: string, id: PlantId) => Promise<{ readonly ref: Ref; readonly slot: number } | undefined>;
-  /** deleteOne `{_id: ref}`: false when it was gone already. */
   readonly delete: (ref: Ref) => Promise<boolean>;
 }
 
@@ -62,7 +61,7 @@ export interface QuotaOptions {
   readonly random: (n: number) => number;
 }
 
-/** Throws when the request's deadline has passed: a command after it is never sent. */
+/** Throws when the request's deadline has passed, and is called before every command: none is sent after it. */
 export type Check = () => void;
 
 /**
@@ -265,16 +264,15 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   const refusal = async (
     owner: string,
     plant: Plant,
-    max: number,
     state: Held,
     check: Check,
   ): Promise<InsertOutcome | undefined> => {
     check();
-    const stored = await store.find(owner, plant.id);
+    const stored = (await store.find(owner, plant.id))?.plant;
     if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported };
     check();
     const count = await store.count(owner);
-    return count >= max ? { _tag: 'OwnerFull', count } : undefined;
+    return count >= state.max ? { _tag: 'OwnerFull', count } : undefined;
   };
 
   /** RULE 2: moves the owner's outside plants into slots believed free, each move arbitrated by the slot index. */
@@ -300,7 +298,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       if (attempt === 'inserted') return { _tag: 'Inserted' };
       if (attempt === 'slot-taken') continue;
       check();
-      const stored = await store.find(owner, plant.id);
+      const stored = (await store.find(owner, plant.id))?.plant;
       if (stored !== undefined) return { _tag: 'Exists', stored };
     }
     return undefined;
@@ -316,7 +314,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (state.outside > 0) {
         if (state.count >= max) {
-          const refused = await refusal(owner, plant, max, state, check);
+          const refused = await refusal(owner, plant, state, check);
           if (refused !== undefined) return refused;
         } else {
           await moveIn(owner, state, check);
@@ -326,7 +324,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       }
       const slot = state.nextFree();
       if (slot === undefined) {
-        const refused = await refusal(owner, plant, max, state, check);
+        const refused = await refusal(owner, plant, state, check);
         if (refused !== undefined) return refused;
         state = await load(owner, max, check);
         continue;
@@ -337,7 +335,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       if (attempt === 'inserted') return { _tag: 'Inserted', ...state.reported };
       if (attempt === 'taken') {
         check();
-        const stored = await store.find(owner, plant.id);
+        const stored = (await store.find(owner, plant.id))?.plant;
         if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported };
       }
       // Another create took the slot: the next one believed free, on the same look while it is young enough.
@@ -351,7 +349,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       Number.isFinite(max) ? bounded(owner, plant, max, guarded(check)) : unbounded(owner, plant, check),
     remove: async (owner, id, check) => {
       check();
-      const found = await store.locate(owner, id);
+      const found = await store.find(owner, id);
       if (found === undefined) return false;
       check();
       // false: another delete took it between the two steps; it is gone, as after a delete ordered after that one.

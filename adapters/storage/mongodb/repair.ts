@@ -22,7 +22,7 @@ export interface RepairOptions {
   readonly noticeMs: number;
   readonly keepFirst: boolean;
   /** One line of what the repair found or did. */
-  readonly report: (line: string, fields?: Record<string, unknown>) => void;
+  readonly report: (line: string) => void;
 }
 
 export interface RepairOutcome {
@@ -70,7 +70,7 @@ export const repairStorage = async (options: RepairOptions): Promise<RepairOutco
       options.report('both unique indexes are in place: nothing to repair');
       return { movedOut: 0, duplicatesDeleted: 0, conflicts: 0, indexesBuilt: [] };
     }
-    options.report('missing unique indexes', { missing: missing.map((s) => s.name) });
+    options.report(`missing unique indexes: ${missing.map((s) => s.name).join(', ')}`);
 
     let duplicatesDeleted = 0;
     let conflicts = 0;
@@ -79,20 +79,12 @@ export const repairStorage = async (options: RepairOptions): Promise<RepairOutco
         if (first === undefined) continue;
         for (const doc of later) {
           const same = fields(doc) === fields(first);
-          if (!same && !options.keepFirst) {
-            conflicts++;
-            options.report(
-              'different plants share an owner and id (run again with --keep-first to keep the first written)',
-              {
-                owner: doc.owner,
-                kept: fields(first),
-                other: fields(doc),
-              },
-            );
-            continue;
+          if (!same) {
+            const what = `owner ${doc.owner}: ${fields(first)} (kept) and ${fields(doc)}`;
+            options.report(options.keepFirst ? `deleting the later plant of ${what}` : `different plants of ${what}`);
+            conflicts += options.keepFirst ? 0 : 1;
+            if (!options.keepFirst) continue;
           }
-          if (!same)
-            options.report('deleting a later plant under a shared id', { owner: doc.owner, plant: fields(doc) });
           duplicatesDeleted += (await collection.deleteOne({ _id: doc._id })).deletedCount;
         }
       }
@@ -115,8 +107,7 @@ export const repairStorage = async (options: RepairOptions): Promise<RepairOutco
             .modifiedCount;
         }
       }
-      if (movedOut > 0)
-        options.report('plants that shared a slot moved outside (they count, and move back in)', { movedOut });
+      options.report(`${movedOut} plants that shared a slot moved outside (they count, and move back in)`);
     }
 
     const indexesBuilt: string[] = [];
@@ -126,11 +117,11 @@ export const repairStorage = async (options: RepairOptions): Promise<RepairOutco
       await plain.createIndex(spec.key, { unique: true, name: spec.name });
       indexesBuilt.push(spec.name);
     }
-    options.report(conflicts > 0 ? 'repair incomplete: plants under shared ids remain' : 'repair done', {
-      indexesBuilt,
-      duplicatesDeleted,
-      movedOut,
-    });
+    options.report(
+      conflicts > 0
+        ? 'repair incomplete: different plants share an id; run again with --keep-first to keep the first written'
+        : `repair done: ${duplicatesDeleted} copies deleted, ${movedOut} moved outside, built ${indexesBuilt.join(', ')}`,
+    );
     return { movedOut, duplicatesDeleted, conflicts, indexesBuilt };
   } finally {
     await client.close();

@@ -30,13 +30,8 @@ export interface MongoOptions {
   readonly monitorCommands?: boolean;
 }
 
-/**
- * The stored document: one per plant, unique on (owner, id) and on (owner, slot), `id` a BSON int64. `_id` is the
- * driver's ObjectId, new for every create: a delete names the exact document it decided to delete by `_id`, so a
- * delete that reaches the server late can never remove a plant created again under that id afterwards (which has
- * another `_id`).
- */
-type PlantDocument = Plant & { _id: ObjectId; owner: string; /** quota.ts */ slot: number };
+/** One per plant, unique on (owner, id) and on (owner, slot) (quota.ts); `id` a BSON int64, `_id` new per create. */
+type PlantDocument = Plant & { _id: ObjectId; owner: string; slot: number };
 
 /** A plant read back: the document without the fields the adapter keeps beside it (decodeStored ignores those). */
 const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
@@ -58,10 +53,9 @@ const unavailable = (e: unknown): boolean =>
   e instanceof DeadlineExceeded || e instanceof IndexUnusable || e instanceof QuotaForgotten || isUnavailable(e);
 
 /**
- * Runs a driver call under a hard deadline and turns unavailability into StorageUnavailable. At the deadline the
- * caller is answered 503 ("outcome unknown") while a command already sent may still reach the server, and no further
- * command of the call is sent. Landing late is harmless by construction: a late delete removes only the document it
- * decided on (see `remove`), a late insert stores the plant it was asked to store, as an identical retry would.
+ * Runs a call under a hard deadline, unavailability answered as StorageUnavailable (503, outcome unknown). A command
+ * sent may land after it, harmlessly (a late delete removes the document it found, a late insert stores the plant as
+ * an identical retry would); none is sent after it.
  */
 const guarded =
   <A>(timeoutMs: number, run: (check: () => void) => Promise<A>): TE.TaskEither<StorageUnavailable, A> =>
@@ -198,9 +192,8 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
 
   let connected: Promise<unknown> | undefined;
   /**
-   * Connects once (a failed attempt is forgotten so the next call tries again). The explicit connect matters: when
-   * the driver's implicit first connect fails, its topology stays closed and every later call fails with
-   * MongoTopologyClosedError even after the server is back. Once connected, the driver reconnects by itself.
+   * Connects once, a failed attempt forgotten: after a failed implicit first connect the driver's topology stays
+   * closed (MongoTopologyClosedError) even once the server is back. Once connected, the driver reconnects by itself.
    */
   const connect = (): Promise<unknown> =>
     (connected ??= client.connect().catch((e: unknown) => {

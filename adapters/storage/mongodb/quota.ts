@@ -107,13 +107,6 @@ class Held {
     this.used++;
   }
 
-  /** Takes every slot below `n` (at once: a fresh state has none taken). */
-  takeBelow(n: number): void {
-    this.taken.fill(0xff, 0, n >> 3);
-    for (let slot = n & ~7; slot < n; slot++) this.take(slot);
-    this.used = n;
-  }
-
   free(slot: number): void {
     if (slot >= this.max) {
       if (this.outside > 0) this.outside--;
@@ -222,7 +215,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     check();
     if (top >= max) return load(owner, max, check);
     const state = new Held(max, top + 1, false);
-    state.takeBelow(top + 1);
+    for (let slot = 0; slot <= top; slot++) state.take(slot);
     state.cleanAt = sentAt;
     keep(owner, state);
     return state;

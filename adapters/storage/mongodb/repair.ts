@@ -53,12 +53,9 @@ async function* sharing(collection: Collection<Stored>, key: 'id' | 'slot'): Asy
   if (group.length > 1) yield group;
 }
 
-const fields = (doc: Stored): string => {
-  const { _id, slot, ...plant } = doc;
-  void _id;
-  void slot;
-  return JSON.stringify(plant, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-};
+/** The plant a document holds, as JSON (ids as strings): what a copy is compared by, and what is printed. */
+const fields = ({ _id, owner, slot, ...plant }: Stored): string =>
+  JSON.stringify(plant, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
 
 export const repairStorage = async (options: RepairOptions): Promise<RepairOutcome> => {
   const client = new MongoClient(options.uri, { useBigInt64: true, serverSelectionTimeoutMS: 10_000 });

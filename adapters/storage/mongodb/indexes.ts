@@ -1,6 +1,6 @@
 import type { Collection, Document } from 'mongodb';
 import type { Logger } from '../../../application/ports/logger.js';
-import { isDuplicateKey } from './mongodb-errors.js';
+import { isDuplicateKey, isUnavailable } from './mongodb-errors.js';
 
 export const INDEX_NAME = 'owner_1_id_1_unique';
 export const SLOT_INDEX_NAME = 'owner_1_slot_1_unique';
@@ -79,18 +79,20 @@ export const indexUpkeep = (
       }
       if (state !== 'missing') options.onMissing();
       state = 'missing';
+      let problem = '';
       for (const spec of missing) {
-        try {
-          await collection.createIndex(spec.key, { unique: true, name: spec.name });
-        } catch (e) {
-          const problem = isDuplicateKey(e)
+        await collection.createIndex(spec.key, { unique: true, name: spec.name }).catch((e: unknown) => {
+          if (isUnavailable(e)) throw e; // not a refusal: the next check asks again
+          problem = isDuplicateKey(e)
             ? `documents share a key of ${spec.name} (written while it was missing): run \`${REPAIR_COMMAND}\``
             : `the server refused ${spec.name}: ${e instanceof Error ? e.message.slice(0, 300) : String(e)}`;
-          if (problem !== reported)
-            logger.error({ namespace, index: spec.name }, `storage: creates answer 503: ${problem}`);
-          reported = problem;
-          return;
-        }
+        });
+      }
+      // Listed again: a build refused because another process's build of the same index came first is no problem.
+      if (problem !== '' && (await missingIndexes(collection)).length > 0) {
+        if (problem !== reported) logger.error({ namespace }, `storage: creates answer 503: ${problem}`);
+        reported = problem;
+        return;
       }
     }
     if (lost) logger.info({ namespace }, 'storage: the unique indexes are in place; serving creates again');
@@ -108,6 +110,7 @@ export const indexUpkeep = (
     check,
     ready: async () => {
       if (state === 'unknown') await check();
+      else if (running !== undefined) await running; // a build under way (a first start): its outcome
       if (state !== 'ok') throw new IndexUnusable(`${namespace}: a unique index is missing`);
     },
   };

@@ -48,13 +48,9 @@ const plantId = fc.nat(4);
 export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   bounds: fc.tuple(bound, bound, bound),
   held: fc.constantFrom(0, 8, 8),
-  stored: fc.uniqueArray(
-    fc.tuple(
-      fc.integer({ min: 10, max: 19 }),
-      fc.oneof(fc.nat(4), fc.constant(OUTSIDE_FROM), fc.constant(OUTSIDE_FROM + 1)),
-    ),
-    { maxLength: 4, selector: ([, slot]) => slot },
-  ),
+  stored: fc
+    .uniqueArray(fc.oneof(fc.nat(4), fc.constant(OUTSIDE_FROM), fc.constant(OUTSIDE_FROM + 1)), { maxLength: 4 })
+    .map((slots) => slots.map((slot, i) => [10 + i, slot] as const)),
   rounds: fc.array(fc.array(action(), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 10 }),
   faults: fc.array(fc.constantFrom<Fault>('ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'lost', 'timeout', 'crash'), {
     maxLength: 60,
@@ -106,6 +102,8 @@ interface Op {
   inserted?: Doc;
   /** For a delete: the step at which its look-up ran. */
   locatedAt?: number;
+  /** The most plants the owner kept at any step while this request ran. */
+  peak: number;
 }
 
 interface Proc {
@@ -318,6 +316,7 @@ export const runScenario = async (
   for (const p of procs) start(p);
 
   const check = () => {
+    for (const p of procs) for (const op of p.ops) op.peak = Math.max(op.peak, docs.size);
     for (const d of acknowledged) {
       if (!docs.has(d.ref) && !deleted.has(d)) violated(`acknowledged plant ${d.id} (${d.name}) lost`);
     }
@@ -349,6 +348,7 @@ export const runScenario = async (
       ended: false,
       deadline: clock + DEADLINE_MS,
       inFlight: new Set(),
+      peak: docs.size,
     };
     p.ops.add(op);
     const checkFor = () => {
@@ -379,6 +379,9 @@ export const runScenario = async (
         if (!(history.get(Number(stored.id))?.has(stored.name) ?? false)) {
           violated(`${op.label}: Exists shows a plant never stored`);
         }
+      }
+      if (outcome?._tag === 'OwnerFull' && op.peak < p.bound) {
+        violated(`${op.label}: refused, although the owner kept at most ${op.peak} plants while it ran`);
       }
       if (outcome?._tag === 'OwnerFull' && before !== undefined && docs.has(before.ref)) {
         violated(`${op.label}: refused although the identical plant was stored throughout`);

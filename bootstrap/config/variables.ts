@@ -252,14 +252,12 @@ export const variables = {
     read: readHttpUrl,
     fallback: undefined as string | undefined,
     example: 'http://127.0.0.1:4318',
-    secret: true,
   },
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
     name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
     read: readHttpUrl,
     fallback: undefined as string | undefined,
     example: 'http://127.0.0.1:4318/v1/traces',
-    secret: true,
   },
   OTEL_SERVICE_NAME: { name: 'OTEL_SERVICE_NAME', read: readText, fallback: 'plant-store', example: 'plant-store' },
   OTEL_TRACES_SAMPLER: {

@@ -195,7 +195,10 @@ const main = async (): Promise<void> => {
     }
     // The spans of the last requests are exported within what is left of the bound; a collector away costs them.
     if (tracing !== undefined) {
-      const flushed = await within(tracing.shutdown().then(() => true), left());
+      const flushed = await within(
+        tracing.shutdown().then(() => true),
+        left(),
+      );
       if (flushed === true) logger.info({}, 'traces flushed');
       else logger.warn({}, 'shutdown bound reached: queued spans not exported');
     }

@@ -36,7 +36,8 @@ export const startTracing = async (
           collection: (await import('../adapters/storage/mongodb/mongodb-plant-repository.js')).COLLECTION,
         }
       : { backend: 'storage' };
-  const tokens = config.auth.kind === 'redis' ? { backend: 'token store', dbSystem: 'redis' } : { backend: 'token store' };
+  const tokens =
+    config.auth.kind === 'redis' ? { backend: 'token store', dbSystem: 'redis' } : { backend: 'token store' };
   const limiter =
     config.rateLimit.store === 'redis' ? { backend: 'rate limiter', dbSystem: 'redis' } : { backend: 'rate limiter' };
   return {

@@ -513,7 +513,7 @@ export const startJaeger = async (bin: string): Promise<RunningJaeger> => {
     dir,
   );
   // The query API comes up beside the receiver: wait for it too.
-  for (const until = Date.now() + 30_000; !(await accepts(query)); ) {
+  for (const until = Date.now() + 30_000; !(await accepts(query));) {
     if (Date.now() > until) throw new Error(`jaeger's query API did not listen on port ${query} within 30 s`);
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -16,7 +16,9 @@ const QUEUE = 8;
 const serviceEnv = (endpoint: string): Record<string, string> => ({
   PORT: '0',
   HOST: '127.0.0.1',
-  AUTH_TOKENS: JSON.stringify([{ token: TOKEN, owner: 'acme', subject: 'ci', scopes: ['plants:read', 'plants:write'] }]),
+  AUTH_TOKENS: JSON.stringify([
+    { token: TOKEN, owner: 'acme', subject: 'ci', scopes: ['plants:read', 'plants:write'] },
+  ]),
   OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
   OTEL_BSP_MAX_QUEUE_SIZE: String(QUEUE),
   // Read by the SDK: a batch is sent 10 ms after its first span (so the queue meets the collector at once).

@@ -249,7 +249,7 @@ const leftClass = (left: unknown): string =>
 
 /**
  * One client span around one call of a port, a child of the span active when the call runs (the request's). A Left
- * is the port's refusal (a backend unavailable or too slow, storage full): marked by its tag. A thrown error is
+ * is the port's refusal (a backend unavailable or too slow, storage full): marked by its `_tag`. A thrown error is
  * marked by its class, and thrown on.
  */
 const traced = <E, A>(

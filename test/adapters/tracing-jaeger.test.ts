@@ -110,13 +110,9 @@ const stop = async (svc: Started) => {
   assert.is(await svc.exited, 0, svc.stderr());
 };
 
-/** The `request` log line of the request with this id. */
-const requestLine = (svc: Started, reqId: string): Record<string, unknown> => {
-  const line = svc
-    .stdout()
-    .split('\n')
-    .find((l) => l.includes('"msg":"request"') && l.includes(`"reqId":"${reqId}"`));
-  assert.ok(line !== undefined, `no request line for ${reqId}`);
+/** The `request` log line of the request with this id (written just after its response: waited for). */
+const requestLine = async (svc: Started, reqId: string): Promise<Record<string, unknown>> => {
+  const [line] = await svc.waitFor(new RegExp(`^.*"reqId":"${reqId}".*"msg":"request".*$`, 'm'));
   return JSON.parse(line) as Record<string, unknown>;
 };
 
@@ -163,7 +159,7 @@ test("a create with a traceparent is a child of the caller's span, with storage 
 
     assert.not.ok(text.includes(token), 'the token appears nowhere in the trace');
     assert.not.ok(text.includes('secret-ish body text'), 'nor does the request body');
-    const line = requestLine(svc.process, 'traced-create');
+    const line = await requestLine(svc.process, 'traced-create');
     assert.is(line['trace_id'], traceId);
     assert.is(line['span_id'], server.spanID);
   } finally {
@@ -179,7 +175,7 @@ test('an invalid traceparent starts a new trace, and the request is served', asy
       headers: { authorization: `Bearer ${token}`, traceparent: '00-not-a-trace-01', 'x-request-id': 'bad-parent' },
     });
     assert.is(listed.status, 200);
-    const traceId = requestLine(svc.process, 'bad-parent')['trace_id'];
+    const traceId = (await requestLine(svc.process, 'bad-parent'))['trace_id'];
     assert.type(traceId, 'string');
     const { trace } = await traceFrom(jaeger, traceId as string, 3);
     const server = trace.spans.find((s) => tag(s, 'span.kind') === 'server');
@@ -194,10 +190,14 @@ test("SIGTERM exports the last requests' spans before the exit", async (ctx) => 
   const { jaeger, env } = subject(ctx);
   // Batches every minute: only the shutdown's flush can export this span before the test reads it.
   const svc = await serve({ ...env, OTEL_BSP_SCHEDULE_DELAY: '60000' });
-  const response = await fetch(`${svc.base}/healthz`, { headers: { 'x-request-id': 'last-one' } });
-  assert.is(response.status, 200);
-  const traceId = requestLine(svc.process, 'last-one')['trace_id'] as string;
-  await stop(svc.process);
+  let traceId: string;
+  try {
+    const response = await fetch(`${svc.base}/healthz`, { headers: { 'x-request-id': 'last-one' } });
+    assert.is(response.status, 200);
+    traceId = (await requestLine(svc.process, 'last-one'))['trace_id'] as string;
+  } finally {
+    await stop(svc.process);
+  }
   assert.match(svc.process.stdout(), /"msg":"traces flushed"/);
   const { trace } = await traceFrom(jaeger, traceId, 1);
   assert.is(trace.spans[0]?.operationName, 'GET /healthz');

@@ -64,7 +64,7 @@ test('a collector that never answers: every request is answered, the spans beyon
   const { base, svc } = await serve(serviceEnv(`http://127.0.0.1:${port}`));
   try {
     await creates(base);
-    assert.ok(exportsStarted > 0, 'an export was sent to the collector, and never answered');
+    await eventually('an export sent to the collector (never answered)', () => exportsStarted > 0);
     assert.ok((await dropped(base, 'queue_full')) > 0, 'spans beyond the queue were dropped and counted');
   } finally {
     svc.child.kill('SIGTERM');

@@ -12,7 +12,8 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { subscribe } from 'node:diagnostics_channel';
+import { ExportResultCode, W3CTraceContextPropagator, isTracingSuppressed } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -38,8 +39,11 @@ import {
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_HTTP_ROUTE,
   ATTR_NETWORK_PROTOCOL_VERSION,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
   ATTR_SERVICE_NAME,
   ATTR_SERVICE_VERSION,
+  ATTR_URL_FULL,
   ATTR_URL_PATH,
   ATTR_URL_SCHEME,
 } from '@opentelemetry/semantic-conventions';
@@ -165,11 +169,64 @@ export const startTracing = (options: TracingOptions): Tracing => {
   });
   // The context of each request follows its promises, so that a backend call's span finds the request's.
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const tracer = provider.getTracer('plant-store', options.serviceVersion);
+  traceFetches(tracer);
   return {
-    tracer: provider.getTracer('plant-store', options.serviceVersion),
+    tracer,
     dropped,
     shutdown: () => provider.shutdown(),
   };
+};
+
+interface UndiciRequest {
+  readonly origin: string;
+  readonly method: string;
+  readonly path: string;
+}
+
+/**
+ * A client span for each `fetch` made while a request's span is active: the JWKS fetch of `AUTH=jwt`, under the token
+ * check's span (the only `fetch` of the service). From undici's diagnostics channels, which Node's `fetch` publishes
+ * to: nothing is patched. The span ends when the response's headers arrive (a key set is a few hundred bytes). Its
+ * URL is the origin and path only: no query, no user information.
+ */
+export const traceFetches = (tracer: Tracer): void => {
+  const spans = new WeakMap<UndiciRequest, Span>();
+  subscribe('undici:request:create', (message) => {
+    const { request } = message as { request: UndiciRequest };
+    const active = context.active();
+    if (trace.getSpan(active) === undefined || isTracingSuppressed(active)) return;
+    const url = new URL(request.path, request.origin);
+    const method = KNOWN_METHODS.has(request.method) ? request.method : '_OTHER';
+    const attributes: Attributes = {
+      [ATTR_HTTP_REQUEST_METHOD]: method,
+      [ATTR_URL_FULL]: `${url.origin}${url.pathname}`,
+      [ATTR_SERVER_ADDRESS]: url.hostname,
+    };
+    if (url.port !== '') attributes[ATTR_SERVER_PORT] = Number(url.port);
+    spans.set(request, tracer.startSpan(method, { kind: SpanKind.CLIENT, attributes }, active));
+  });
+  subscribe('undici:request:headers', (message) => {
+    const { request, response } = message as { request: UndiciRequest; response: { statusCode: number } };
+    const span = spans.get(request);
+    if (span === undefined) return;
+    spans.delete(request);
+    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.statusCode);
+    if (response.statusCode >= 400) {
+      span.setAttribute(ATTR_ERROR_TYPE, String(response.statusCode));
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.end();
+  });
+  subscribe('undici:request:error', (message) => {
+    const { request, error } = message as { request: UndiciRequest; error: unknown };
+    const span = spans.get(request);
+    if (span === undefined) return;
+    spans.delete(request);
+    span.setAttribute(ATTR_ERROR_TYPE, errorClass(error));
+    span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  });
 };
 
 /** HTTP methods semantic conventions name as they are; any other is `_OTHER`, with the method in its own attribute. */

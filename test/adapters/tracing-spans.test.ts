@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as E from 'fp-ts/lib/Either.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import { context, SpanStatusCode, trace } from '@opentelemetry/api';
@@ -12,7 +14,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { storageUnavailable } from '../../application/errors.js';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
-import { requestTracer, tracedPlants } from '../../adapters/observability/tracing.js';
+import { requestTracer, traceFetches, tracedPlants } from '../../adapters/observability/tracing.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { Owner, PlantId } from '../../domain/plant.js';
 
@@ -27,6 +29,7 @@ const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProces
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 const tracer = provider.getTracer('test');
 const requests = requestTracer(tracer);
+traceFetches(tracer);
 const owner = E.getOrElseW(() => {
   throw new Error('owner');
 })(Owner.from('acme'));
@@ -125,6 +128,27 @@ test("a valid traceparent makes the request span the caller's child; an invalid 
   const root = byName('GET /healthz');
   assert.is.not(root.spanContext().traceId, traceId);
   assert.is(root.parentSpanContext, undefined);
+});
+
+test("a fetch made for a request (the JWKS fetch) is a client span under the caller's, its URL without the query", async () => {
+  const keys = createServer((_, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"keys":[]}'));
+  await new Promise<void>((resolve) => keys.listen(0, '127.0.0.1', resolve));
+  const { port } = keys.address() as AddressInfo;
+  try {
+    await fetch(`http://127.0.0.1:${port}/outside-any-request`);
+    await requests.serve(request('GET', '/plants'), async (t) => {
+      await (await fetch(`http://127.0.0.1:${port}/jwks.json?secret=s3cr3t`)).json();
+      t.end('GET /plants', 200);
+    });
+  } finally {
+    keys.close();
+  }
+  const server = byName('GET /plants');
+  const client = byName('GET');
+  assert.is(client.parentSpanContext?.spanId, server.spanContext().spanId);
+  assert.is(client.attributes['url.full'], `http://127.0.0.1:${port}/jwks.json`);
+  assert.is(client.attributes['http.response.status_code'], 200);
+  assert.is(exporter.getFinishedSpans().length, 2, 'the fetch outside a request made no span');
 });
 
 test.run();

@@ -8,7 +8,7 @@ import type { MongoOptions } from '../adapters/storage/mongodb/mongodb-plant-rep
 import type { JwtOptions } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import type { StaticTokenEntry } from './config/auth-tokens.js';
 import { ConfigError, get, type Env, type Variable } from './config/readers.js';
-import { variables, type LogLevel } from './config/variables.js';
+import { variables, type LogLevel, type TracesSampler } from './config/variables.js';
 
 export { ConfigError, variables, type Env, type StaticTokenEntry };
 
@@ -31,6 +31,17 @@ export interface Config {
   readonly metricsPort: number | undefined;
   /** Origins allowed by CORS; undefined: no CORS. */
   readonly corsOrigins: '*' | readonly string[] | undefined;
+  /** OpenTelemetry tracing; undefined: off (no OTLP endpoint set, or OTEL_SDK_DISABLED=true). */
+  readonly tracing: TracingConfig | undefined;
+}
+
+export interface TracingConfig {
+  /** The OTLP/HTTP traces URL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
+  readonly url: string;
+  readonly serviceName: string;
+  readonly sampler: TracesSampler;
+  readonly ratio: number;
+  readonly maxQueueSize: number;
 }
 
 /** Limits of the HTTP server that are configured (see adapters/http/server/server.ts); the rest keep their defaults. */
@@ -104,6 +115,21 @@ export const loadConfig = (env: Env): Config => {
     logFormat: get(env, variables.LOG_FORMAT),
     metricsPort,
     corsOrigins: get(env, variables.CORS_ORIGINS),
+    tracing: loadTracing(env),
+  };
+};
+
+/** As the OpenTelemetry specification has it: the signal's own endpoint is used as is, the general one gets the path. */
+const loadTracing = (env: Env): TracingConfig | undefined => {
+  const traces = get(env, variables.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const general = get(env, variables.OTEL_EXPORTER_OTLP_ENDPOINT);
+  if (get(env, variables.OTEL_SDK_DISABLED) || (traces === undefined && general === undefined)) return undefined;
+  return {
+    url: traces ?? `${(general as string).replace(/\/+$/, '')}/v1/traces`,
+    serviceName: get(env, variables.OTEL_SERVICE_NAME),
+    sampler: get(env, variables.OTEL_TRACES_SAMPLER),
+    ratio: get(env, variables.OTEL_TRACES_SAMPLER_ARG),
+    maxQueueSize: get(env, variables.OTEL_BSP_MAX_QUEUE_SIZE),
   };
 };
 

@@ -18,6 +18,7 @@ import { connectBackends, memoryMaxPlants, type Backends } from './backends.js';
 import { buildApp } from './build-app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger, logDrained } from './logger.js';
+import { startTracing, type TracingWiring } from './tracing.js';
 import { serviceVersion } from './version.js';
 
 /** How long the exit waits for stdout to take the last log lines. */
@@ -128,7 +129,13 @@ const main = async (): Promise<void> => {
 
   let api: Server | undefined;
   const inFlight = () => (api === undefined ? 0 : requestsInFlight(api));
-  const metrics = serviceMetrics({ inFlight, version: serviceVersion() });
+  const tracing: TracingWiring | undefined =
+    config.tracing === undefined ? undefined : await startTracing(config.tracing, config, serviceVersion());
+  const metrics = serviceMetrics({
+    inFlight,
+    version: serviceVersion(),
+    ...(tracing === undefined ? {} : { droppedSpans: tracing.droppedSpans }),
+  });
   const observer = backendObserver({ logger, metrics: metrics.backends, reasonWaitMs: 250 });
 
   let stopping = false;
@@ -186,6 +193,15 @@ const main = async (): Promise<void> => {
       if (closed === true) logger.info({}, 'backends closed');
       else logger.warn({}, 'shutdown bound reached: backends left to close with the process');
     }
+    // The spans of the last requests are exported within what is left of the bound; a collector away costs them.
+    if (tracing !== undefined) {
+      const flushed = await within(
+        tracing.shutdown().then(() => true),
+        left(),
+      );
+      if (flushed === true) logger.info({}, 'traces flushed');
+      else logger.warn({}, 'shutdown bound reached: queued spans not exported');
+    }
     logger.info({ ms: Math.round(performance.now() - started) }, 'stopped');
     logger.flush();
     // The last lines reach a slow log reader; a stuck one delays the exit by a second at most.
@@ -199,11 +215,16 @@ const main = async (): Promise<void> => {
   if (stopping) return;
 
   const probe = { observer, metrics: metrics.backends };
+  const plants = tracing === undefined ? connected.plants : tracing.plants(connected.plants);
+  const tokens = tracing === undefined ? connected.tokens : tracing.tokens(connected.tokens);
+  const limiter =
+    connected.limiter === undefined || tracing === undefined ? connected.limiter : tracing.limiter(connected.limiter);
   const server = buildApp(
     {
-      plants: observedPlants(connected.plants, probe),
-      tokens: observedTokens(connected.tokens, probe),
-      ...(connected.limiter === undefined ? {} : { limiter: observedLimiter(connected.limiter, probe) }),
+      plants: observedPlants(plants, probe),
+      tokens: observedTokens(tokens, probe),
+      ...(limiter === undefined ? {} : { limiter: observedLimiter(limiter, probe) }),
+      ...(tracing === undefined ? {} : { tracer: tracing.requests }),
       logger,
       bodyLimit: config.bodyLimit,
       metrics: metrics.http,
@@ -250,6 +271,7 @@ const main = async (): Promise<void> => {
       storage: config.storage.kind,
       auth: config.auth.kind,
       cors: config.corsOrigins ?? 'off',
+      tracing: config.tracing === undefined ? 'off' : config.tracing.sampler,
       maxPlantsPerOwner: config.maxPlantsPerOwner,
       ...(config.storage.kind === 'memory' ? { memoryMaxPlants: memoryMaxPlants(config.storage) } : {}),
     },

@@ -1,5 +1,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -433,3 +442,117 @@ export const promtoolBinary = (): { bin: string } | { skip: string } =>
     [process.env['PROMTOOL_BIN'], onPath('promtool'), '/usr/bin/promtool'],
     'apt-get install prometheus',
   );
+
+export const jaegerBinary = (): { bin: string } | { skip: string } => {
+  const gopath = process.env['GOPATH'] ?? join(homedir(), 'go');
+  return locate(
+    'jaeger',
+    [process.env['JAEGER_BIN'], onPath('jaeger'), join(process.env['GOBIN'] ?? join(gopath, 'bin'), 'jaeger')],
+    'bash scripts/install-jaeger.sh',
+  );
+};
+
+export interface RunningJaeger extends RunningServer {
+  /** Jaeger's query API (`GET /api/traces/{traceId}`), http://127.0.0.1:<port>. */
+  readonly queryUrl: string;
+}
+
+/**
+ * Jaeger v1.76.0's `jaeger` (the OpenTelemetry collector with Jaeger's storage and query extensions): an OTLP/HTTP
+ * receiver (`uri`, the base a service's OTEL_EXPORTER_OTLP_ENDPOINT names) and the query API, both on free loopback
+ * ports, traces kept in memory. Nothing else listens and nothing calls out: the collector's own metrics are off (its
+ * default serves them on 0.0.0.0:8888), and it traces nothing of itself.
+ */
+export const startJaeger = async (bin: string): Promise<RunningJaeger> => {
+  const dir = mkdtempSync(join(tmpdir(), 'jaeger-'));
+  const [otlp, query, queryGrpc] = [await freePort(), await freePort(), await freePort()];
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    [
+      'service:',
+      '  extensions: [jaeger_storage, jaeger_query]',
+      '  pipelines:',
+      '    traces:',
+      '      receivers: [otlp]',
+      '      exporters: [jaeger_storage_exporter]',
+      '  telemetry:',
+      '    metrics:',
+      '      level: none',
+      '    logs:',
+      '      level: warn',
+      'extensions:',
+      '  jaeger_storage:',
+      '    backends:',
+      '      memstore:',
+      '        memory:',
+      '          max_traces: 10000',
+      '  jaeger_query:',
+      '    storage:',
+      '      traces: memstore',
+      '    http:',
+      `      endpoint: 127.0.0.1:${query}`,
+      '    grpc:',
+      `      endpoint: 127.0.0.1:${queryGrpc}`,
+      'receivers:',
+      '  otlp:',
+      '    protocols:',
+      '      http:',
+      `        endpoint: 127.0.0.1:${otlp}`,
+      'exporters:',
+      '  jaeger_storage_exporter:',
+      '    trace_storage: memstore',
+      '',
+    ].join('\n'),
+  );
+  const server = await supervise(
+    'jaeger',
+    () => ({ bin, args: ['--config', config] }),
+    otlp,
+    `http://127.0.0.1:${otlp}`,
+    dir,
+  );
+  // The query API comes up beside the receiver: wait for it too.
+  for (const until = Date.now() + 30_000; !(await accepts(query));) {
+    if (Date.now() > until) throw new Error(`jaeger's query API did not listen on port ${query} within 30 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { ...server, queryUrl: `http://127.0.0.1:${query}` };
+};
+
+export const prometheusBinary = (): { bin: string } | { skip: string } =>
+  locate(
+    'prometheus',
+    [process.env['PROMETHEUS_BIN'], onPath('prometheus'), '/usr/bin/prometheus'],
+    'apt-get install prometheus',
+  );
+
+/**
+ * Prometheus on a free loopback port with the given configuration (YAML text) and rule files (name → YAML text), its
+ * data in a temporary directory. `uri` is its HTTP API's base. It calls out to nothing but the targets it is given.
+ */
+export const startPrometheus = async (
+  bin: string,
+  config: string,
+  rules: Readonly<Record<string, string>> = {},
+): Promise<RunningServer> => {
+  const dir = mkdtempSync(join(tmpdir(), 'prometheus-'));
+  const port = await freePort();
+  writeFileSync(join(dir, 'prometheus.yml'), config);
+  for (const [name, text] of Object.entries(rules)) writeFileSync(join(dir, name), text);
+  return supervise(
+    'prometheus',
+    () => ({
+      bin,
+      args: [
+        `--config.file=${join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--log.level=warn',
+      ],
+    }),
+    port,
+    `http://127.0.0.1:${port}`,
+    dir,
+  );
+};

@@ -53,7 +53,13 @@ const BACKEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 export const serviceMetrics = ({
   inFlight,
   version,
-}: { readonly inFlight?: () => number; readonly version?: string } = {}): ServiceMetrics => {
+  droppedSpans,
+}: {
+  readonly inFlight?: () => number;
+  readonly version?: string;
+  /** Spans tracing has dropped so far, by reason (when tracing is on). */
+  readonly droppedSpans?: () => { readonly queueFull: number; readonly exportFailed: number };
+} = {}): ServiceMetrics => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // prom-client names three gauges `*_total`, which `promtool check metrics` refuses (the suffix is for counters).
@@ -98,6 +104,20 @@ export const serviceMetrics = ({
       registers: [registry],
       collect() {
         this.set(inFlight());
+      },
+    });
+  }
+  if (droppedSpans !== undefined) {
+    new Counter({
+      name: 'plantstore_trace_spans_dropped_total',
+      help: 'Trace spans never exported: queue_full (the collector slow or away), export_failed (it refused or timed out)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+      collect() {
+        const { queueFull, exportFailed } = droppedSpans();
+        this.reset();
+        this.inc({ reason: 'queue_full' }, queueFull);
+        this.inc({ reason: 'export_failed' }, exportFailed);
       },
     });
   }

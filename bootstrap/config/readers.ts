@@ -207,3 +207,14 @@ export const readCorsOrigins = (raw: string): E.Either<string, '*' | readonly st
 
 export const readBoolean = (raw: string) =>
   raw === 'true' ? E.right(true) : raw === 'false' ? E.right(false) : E.left('must be true or false');
+
+/** OpenTelemetry's booleans (OTEL_SDK_DISABLED): `true` or `false` in any letter case. */
+export const readOtelBoolean = (raw: string) => readBoolean(raw.toLowerCase());
+
+/** A sampling ratio (OTEL_TRACES_SAMPLER_ARG): a decimal number from 0 to 1. */
+export const readRatio = (raw: string) => {
+  const n = Number(raw);
+  return /^\s*[0-9.eE+-]+\s*$/.test(raw) && Number.isFinite(n) && n >= 0 && n <= 1
+    ? E.right(n)
+    : E.left('must be a number from 0 to 1');
+};

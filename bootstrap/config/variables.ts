@@ -11,12 +11,25 @@ import {
   readJwtSecret,
   readMongoUri,
   readOneOf,
+  readOtelBoolean,
   readPem,
+  readRatio,
   readRedisUrl,
   readText,
   readWriteConcern,
   type Variable,
 } from './readers.js';
+
+/** The samplers OTEL_TRACES_SAMPLER names (the OpenTelemetry specification's, less the vendors' own). */
+export const TRACES_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+export type TracesSampler = (typeof TRACES_SAMPLERS)[number];
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -231,5 +244,33 @@ export const variables = {
     fallback: undefined as readonly StaticTokenEntry[] | undefined,
     example: '\'[{"sha256":"<64 hex digits>","owner":"acme","subject":"ci","scopes":["plants:read","plants:write"]}]\'',
     secret: true,
+  },
+  // OpenTelemetry's own names (its SDK environment specification): tracing is on when an endpoint is set.
+  OTEL_SDK_DISABLED: { name: 'OTEL_SDK_DISABLED', read: readOtelBoolean, fallback: false, example: 'true' },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    read: readHttpUrl,
+    fallback: undefined as string | undefined,
+    example: 'http://127.0.0.1:4318',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    read: readHttpUrl,
+    fallback: undefined as string | undefined,
+    example: 'http://127.0.0.1:4318/v1/traces',
+  },
+  OTEL_SERVICE_NAME: { name: 'OTEL_SERVICE_NAME', read: readText, fallback: 'plant-store', example: 'plant-store' },
+  OTEL_TRACES_SAMPLER: {
+    name: 'OTEL_TRACES_SAMPLER',
+    read: readOneOf(TRACES_SAMPLERS),
+    fallback: 'parentbased_always_on' as TracesSampler,
+    example: 'parentbased_traceidratio',
+  },
+  OTEL_TRACES_SAMPLER_ARG: { name: 'OTEL_TRACES_SAMPLER_ARG', read: readRatio, fallback: 1, example: '0.1' },
+  OTEL_BSP_MAX_QUEUE_SIZE: {
+    name: 'OTEL_BSP_MAX_QUEUE_SIZE',
+    read: readInteger(1, 1_000_000),
+    fallback: 2048,
+    example: '2048',
   },
 } satisfies Record<string, Variable<unknown>>;

@@ -50,7 +50,26 @@ test('no variables at all is the embedded default', () => {
     logFormat: 'json',
     metricsPort: undefined,
     corsOrigins: undefined,
+    tracing: undefined,
   });
+});
+
+test('tracing is on when an OTLP endpoint is set: the general one gets /v1/traces, the traces one is used as it is', () => {
+  assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing, {
+    url: 'http://collector:4318/v1/traces',
+    serviceName: 'plant-store',
+    sampler: 'parentbased_always_on',
+    ratio: 1,
+    maxQueueSize: 2048,
+  });
+  const both = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp',
+  };
+  assert.is(loadConfig(both).tracing?.url, 'https://traces.example/otlp');
+  assert.is(loadConfig({ ...both, OTEL_SDK_DISABLED: 'True' }).tracing, undefined);
+  assert.match(failure({ OTEL_TRACES_SAMPLER_ARG: '1.5' }), /^OTEL_TRACES_SAMPLER_ARG: must be a number from 0 to 1/);
+  assert.match(failure({ OTEL_TRACES_SAMPLER: 'jaeger_remote' }), /^OTEL_TRACES_SAMPLER: /);
 });
 
 test('CORS_ORIGINS is * or a list of origins, each kept as its origin; anything else names the variable', () => {

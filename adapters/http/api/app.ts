@@ -19,6 +19,7 @@ import {
 import { renderedOncePerTurn, type HttpMetrics, type MetricsExposition } from '../server/metrics.js';
 import { openApiDocument } from './openapi.js';
 import { authorizer } from './pipeline.js';
+import type { RequestTracer } from './request-tracing.js';
 import { exchangeOf, responder, type Exchange, type Handler } from './respond.js';
 
 /** What the HTTP edge needs besides the application. */
@@ -32,6 +33,8 @@ export interface HttpSettings {
   readonly metricsEndpoint?: MetricsExposition;
   /** CORS for the configured origins; absent: no CORS fields, OPTIONS is 405. */
   readonly cors?: CorsPolicy;
+  /** A server span per request (OpenTelemetry, when OTEL_* turns it on); absent: no tracing, no cost. */
+  readonly tracer?: RequestTracer;
 }
 
 // Exact, case-sensitive paths (polka's string patterns ignore case and a trailing slash).
@@ -54,10 +57,26 @@ export const createHttpApp = (app: Application, settings: HttpSettings) => {
   const respond = responder({ logger, metrics: settings.metrics, cors });
   const authorize = authorizer(app, respond);
 
+  const { tracer } = settings;
+  /** Runs a route's handler on its exchange, inside the request's span when tracing is on. */
+  const traced: (exchange: Exchange, handle: () => Promise<void> | void) => Promise<void> | void =
+    tracer === undefined
+      ? (_, handle) => handle()
+      : (exchange, handle) =>
+          tracer.serve(exchange, (trace) => {
+            exchange.trace = trace;
+            return handle();
+          });
   const named =
-    (route: string, handler: Handler) =>
-    (req: Request, res: ServerResponse): Promise<void> | void =>
-      handler(exchangeOf(req, route), res);
+    tracer === undefined
+      ? (route: string, handler: Handler) =>
+          (req: Request, res: ServerResponse): Promise<void> | void =>
+            handler(exchangeOf(req, route), res)
+      : (route: string, handler: Handler) =>
+          (req: Request, res: ServerResponse): Promise<void> | void => {
+            const exchange = exchangeOf(req, route);
+            return traced(exchange, () => handler(exchange, res));
+          };
   /** Any other method: 405 with Allow; an OPTIONS preflight from an allowed origin gets its CORS answer instead. */
   const methodNotAllowed = (path: string, allow: string) =>
     named(`* ${path}`, (req, res) => {
@@ -71,7 +90,10 @@ export const createHttpApp = (app: Application, settings: HttpSettings) => {
   const docs = docsSite();
 
   const routes = polka({
-    onNoMatch: (req, res) => respond.fail(exchangeOf(req, 'unknown'), res, undefined, { _tag: 'RouteNotFound' }),
+    onNoMatch: (req, res) => {
+      const exchange = exchangeOf(req, 'unknown');
+      return traced(exchange, () => respond.fail(exchange, res, undefined, { _tag: 'RouteNotFound' }));
+    },
     onError: (err, req, res) => {
       const exchange = exchangeOf(req, (req as Partial<Exchange>).route ?? 'unknown');
       logger.error({ reqId: exchange.id, err }, 'unexpected fault');

@@ -8,6 +8,7 @@ import type { CorsPolicy } from '../server/cors.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
 import type { HttpMetrics } from '../server/metrics.js';
 import { requestIdFrom } from '../server/request-id.js';
+import type { RequestTrace } from './request-tracing.js';
 
 /** What the edge stamps on a request when a route takes it: for its headers and its log line. */
 export interface Exchange extends Request {
@@ -17,6 +18,8 @@ export interface Exchange extends Request {
   route: string;
   /** Logged as closed before its answer (see `Responder.closed`). */
   closedLogged?: true;
+  /** Its server span, when tracing is on: ended with the answer, its ids in the log line. */
+  trace?: RequestTrace;
 }
 
 /**
@@ -102,6 +105,7 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
     req.closedLogged = true;
     const ms = performance.now() - req.startedAt;
     metrics?.observe(req.method ?? 'GET', req.route, CLOSED_BEFORE_ANSWER, ms / 1000);
+    req.trace?.end(req.route, CLOSED_BEFORE_ANSWER);
     logger.info(
       {
         reqId: req.id,
@@ -111,6 +115,8 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
         answer,
         ms: Math.round(ms * 100) / 100,
         owner: caller?.principal.owner,
+        trace_id: req.trace?.traceId,
+        span_id: req.trace?.spanId,
       },
       'request',
     );
@@ -137,6 +143,7 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
     }
     const ms = performance.now() - req.startedAt;
     metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);
+    req.trace?.end(req.route, status);
     logger.info(
       {
         reqId: req.id,
@@ -146,6 +153,8 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
         ms: Math.round(ms * 100) / 100,
         owner: caller?.principal.owner,
         rejected, // pino leaves out a member whose value is undefined, as `owner` above
+        trace_id: req.trace?.traceId,
+        span_id: req.trace?.spanId,
       },
       'request',
     );

@@ -22,23 +22,19 @@ export class IndexUnusable extends Error {}
 
 const NAMESPACE_NOT_FOUND = 26;
 
-const sameKey = (key: unknown, expected: Readonly<Record<string, number>>): boolean =>
-  typeof key === 'object' &&
-  key !== null &&
-  JSON.stringify(Object.entries(key).map(([k, v]) => [k, Number(v)])) === JSON.stringify(Object.entries(expected));
-
-/** The unique indexes of INDEX_SPECS missing from the collection (one listIndexes). */
+/** The unique indexes of INDEX_SPECS missing from the collection (one listIndexes; none of a collection not there). */
 export const missingIndexes = async (
   collection: Collection<Document>,
 ): Promise<Array<(typeof INDEX_SPECS)[number]>> => {
-  let listed: Document[];
-  try {
-    listed = await collection.listIndexes().toArray();
-  } catch (e) {
-    if ((e as { code?: unknown }).code !== NAMESPACE_NOT_FOUND) throw e;
-    listed = [];
-  }
-  return INDEX_SPECS.filter((spec) => !listed.some((i) => i['unique'] === true && sameKey(i['key'], spec.key)));
+  const listed = await collection
+    .listIndexes()
+    .toArray()
+    .catch((e: unknown) => {
+      if ((e as { code?: unknown }).code === NAMESPACE_NOT_FOUND) return [];
+      throw e;
+    });
+  const keys = listed.filter((i) => i['unique'] === true).map((i) => JSON.stringify(i['key']));
+  return INDEX_SPECS.filter((spec) => !keys.includes(JSON.stringify(spec.key)));
 };
 
 export interface IndexUpkeep {

@@ -15,16 +15,10 @@ import {
 } from 'mongodb';
 
 /**
- * Which MongoDB driver errors mean "the store cannot answer now" (a 503: retry later, outcome unknown), decided by
- * what the driver says (its exported error classes, the error labels it and the server attach, the server's error
- * codes), never by a pattern over class names. Everything else is a fault.
- */
-
-/**
- * Server error codes (https://www.mongodb.com/docs/manual/reference/error-codes/) that mean the server or the replica
- * set cannot serve the operation now: it is not (or no longer) the primary, it is shutting down or changing state, it
- * cannot reach a peer, or the operation ran out of its time. The driver's own retryable-read/write and SDAM lists are
- * built from the same codes.
+ * Which driver errors mean "the store cannot answer now" (503: retry later, outcome unknown), decided by what the
+ * driver says (its exported classes, the labels it and the server attach, the server's codes), never by a pattern over
+ * class names. Everything else is a fault. First, the server codes for "not now": not (or no longer) the primary,
+ * shutting down or changing state, a peer unreachable, out of time (the driver's retryable and SDAM lists use them).
  */
 export const UNAVAILABLE_CODES: ReadonlyMap<number, string> = new Map([
   [6, 'HostUnreachable'],
@@ -67,17 +61,10 @@ const UNAVAILABLE_LABELS: readonly string[] = [
   MongoErrorLabel.SystemOverloadedError,
 ];
 
-/**
- * Driver errors that the driver raises but does not export a class for (it names them, and the names are part of
- * what it documents): a pool closed under an operation (client closed at shutdown) and a connection wait-queue
- * timeout. Compared whole, never as a pattern; test/adapters/mongodb-errors.test.ts constructs the real classes.
- */
+/** Errors the driver raises and names but does not export: a pool closed under an operation, a wait-queue timeout. */
 const UNEXPORTED_UNAVAILABLE = new Set(['MongoPoolClosedError', 'MongoWaitQueueTimeoutError']);
 
-/**
- * Socket errors the driver lets through unwrapped: a command written to a connection the server just closed (a killed
- * server) fails with Node's own EPIPE, "This socket has been ended by the other party" (found by test/scale as a 500).
- */
+/** Socket errors the driver lets through unwrapped (a command written to a connection a killed server closed). */
 const CONNECTION_GONE = new Set(
   'EPIPE ECONNRESET ECONNREFUSED ECONNABORTED ETIMEDOUT EHOSTUNREACH ENETUNREACH ENOTCONN ERR_SOCKET_CLOSED ERR_STREAM_DESTROYED ERR_STREAM_WRITE_AFTER_END'.split(
     ' ',
@@ -86,11 +73,8 @@ const CONNECTION_GONE = new Set(
 
 /**
  * FerretDB's PostgreSQL handler passes on losing its PostgreSQL as an InternalError (code 1) with the client library's
- * text: it cannot connect ("failed to connect to `user=... database=...`", a TLS refusal), its connection ended
- * mid-command ("unexpected EOF", "conn closed", or the socket's own "connection reset by peer" and "broken pipe" when
- * PostgreSQL was killed under it), PostgreSQL ended it (SQLSTATE class 08, connection exception; 57P01-57P03, shutting
- * down or starting), or did not answer within the command's maxTimeMS (the socket's "i/o timeout": MongoDB's
- * MaxTimeMSExpired). Seen as 500s under load. The store is away or too slow, not faulty: a 503 like any other outage.
+ * text: cannot connect, connection ended mid-command, PostgreSQL shutting down (SQLSTATE 08xxx, 57P01-57P03), or no
+ * answer within maxTimeMS ("i/o timeout"). The store is away or too slow, not faulty: a 503 like any other outage.
  */
 const FERRETDB_BACKEND_GONE =
   /failed to connect to `|unexpected EOF|conn closed|connection reset by peer|broken pipe|i\/o timeout|tls error|\(SQLSTATE (08[0-9A-Z]{3}|57P0[123])\)/;
@@ -122,10 +106,8 @@ export const isUnavailable = (e: unknown): boolean => {
 };
 
 /**
- * True when a unique index refused a write or an index build: MongoDB's DuplicateKey (11000). FerretDB 1.24 answers
- * 11000 for an insert, but an update or an index build refused by the backend's own unique constraint comes back as
- * an InternalError (code 1) carrying the backend's message: SQLite's "UNIQUE constraint failed", PostgreSQL's
- * SQLSTATE 23505 (unique_violation). Those two texts are matched whole, as FerretDB's handlers pass them on.
+ * A unique index refused a write or a build: DuplicateKey (11000), or FerretDB's InternalError (code 1) carrying its
+ * backend's refusal of an update or a build (SQLite's "UNIQUE constraint failed", PostgreSQL's SQLSTATE 23505).
  */
 export const isDuplicateKey = (e: unknown): boolean => {
   if (!(e instanceof MongoServerError)) return false;
@@ -134,11 +116,8 @@ export const isDuplicateKey = (e: unknown): boolean => {
 };
 
 /**
- * True when the server gave up a write because it collided with another one at the same moment, which the same write
- * sent again may not: MongoDB's WriteConflict (112; outside transactions mongod normally retries it itself), or
- * FerretDB on PostgreSQL passing on PostgreSQL's deadlock (SQLSTATE 40P01) or serialization failure (40001) as an
- * InternalError (code 1): seen when concurrent processes moved one owner's plants into slots at once. Such a write
- * changed nothing.
+ * The server gave up a write that collided with another at the same moment, changing nothing: WriteConflict (112), or
+ * FerretDB passing on PostgreSQL's deadlock (40P01) or serialization failure (40001) as an InternalError (code 1).
  */
 export const isWriteConflict = (e: unknown): boolean => {
   if (!(e instanceof MongoServerError)) return false;

@@ -262,11 +262,15 @@ const main = async (): Promise<void> => {
   }
   const { address, port } = server.address() as AddressInfo;
   const metricsPort = admin === undefined ? port : (admin.address() as AddressInfo).port;
+  // Where a newcomer reads the API: on every interface (HOST unset) this machine's own name for it works.
+  const host =
+    address === '::' || address === '0.0.0.0' ? 'localhost' : address.includes(':') ? `[${address}]` : address;
   logger.info(
     {
       pid: process.pid,
       address,
       port,
+      docs: `http://${host}:${port}/docs`,
       metricsPort,
       storage: config.storage.kind,
       auth: config.auth.kind,

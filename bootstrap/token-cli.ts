@@ -1,5 +1,6 @@
 import './require-supported-node.js';
 import { parseArgs } from 'node:util';
+import type { RedisOptions } from 'ioredis';
 import * as E from 'fp-ts/lib/Either.js';
 import type { TokenGrant } from '../adapters/tokens/redis/redis-token-store.js';
 import { Owner } from '../domain/plant.js';
@@ -20,8 +21,9 @@ import { ConfigError, loadConfig } from './config.js';
  */
 const USAGE = `usage: AUTH=redis REDIS_URL=redis://127.0.0.1:6379 npm run --silent token -- <command>
   issue --owner <owner> --subject <subject> --scopes plants:read,plants:write [--ttl <seconds>]
-      issues a token and prints it, and nothing else, on stdout (a summary goes to stderr); without --ttl it never
-      expires (until revoked). Capture it with: TOKEN=$(npm run --silent token -- issue ...)
+      issues a token and prints it, and nothing else, on stdout (a summary, naming the Redis written to, goes to
+      stderr); without --ttl it never expires (until revoked). Scopes are separated by commas or spaces (quote a
+      list with spaces: --scopes "plants:read plants:write"). Capture it with: TOKEN=$(npm run --silent token -- issue ...)
       (--silent keeps npm's own banner off stdout)
   revoke -        revokes the token read from standard input (one line): it stays out of shell history and ps
   revoke <token>  revokes the token given as the argument (one that starts with "-": revoke -- <token>)
@@ -34,6 +36,13 @@ answers 401 to a token issued here.`;
 const STDIN_MAX = 8192;
 
 class UsageError extends Error {}
+
+/**
+ * The Redis the command writes to, as the driver reads REDIS_URL: host:port/db (or the socket path), never the user
+ * name or password. A service that is to accept the token must use this same one.
+ */
+const redisTarget = (options: RedisOptions, defaulted: boolean): string =>
+  `Redis at ${options.path ? `unix:${options.path}` : `${options.host ?? ''}:${options.port ?? ''}`}/${options.db ?? 0}${defaulted ? ', the default: REDIS_URL is unset' : ''}`;
 
 type Command =
   | { readonly kind: 'help' }
@@ -59,12 +68,12 @@ const once = (values: Readonly<Record<string, unknown>>): Record<string, string 
  * One subcommand's arguments, decoded strictly (node:util parseArgs): an unknown option, `--help` included, is never
  * taken for a value. `--` ends the options, so a token that starts with "-" can still be given.
  */
-const decodeArgs = (args: string[], options: readonly string[], positionals: boolean) => {
+const decodeArgs = (args: string[], options: readonly string[]) => {
   try {
     return parseArgs({
       args,
       strict: true,
-      allowPositionals: positionals,
+      allowPositionals: true,
       options: {
         help: { type: 'boolean', short: 'h' },
         ...Object.fromEntries(options.map((name) => [name, { type: 'string', multiple: true }])),
@@ -79,7 +88,7 @@ const parseCommand = (argv: string[]): Command => {
   const [verb, ...rest] = argv;
   if (verb === '--help' || verb === '-h' || verb === 'help') return { kind: 'help' };
   if (verb === 'revoke') {
-    const { values, positionals } = decodeArgs(rest, [], true);
+    const { values, positionals } = decodeArgs(rest, []);
     if (values['help'] === true) return { kind: 'help' };
     if (positionals.length === 1 && positionals[0] === '-' && !rest.includes('--')) return { kind: 'revokeFromStdin' };
     const [token] = positionals;
@@ -89,17 +98,27 @@ const parseCommand = (argv: string[]): Command => {
   }
   if (verb !== 'issue')
     throw new UsageError(verb === undefined ? 'a command is needed' : `unknown command ${JSON.stringify(verb)}`);
-  const { values } = decodeArgs(rest, ISSUE_OPTIONS, false);
+  const { values, positionals } = decodeArgs(rest, ISSUE_OPTIONS);
   if (values['help'] === true) return { kind: 'help' };
+  const [stray] = positionals;
+  if (stray !== undefined) {
+    // `--scopes plants:read plants:write` unquoted: the shell split the list, and its second scope came here.
+    throw new UsageError(
+      isScope(stray)
+        ? `unexpected argument "${stray}": --scopes takes one value; write plants:read,plants:write or quote the list ("plants:read plants:write")`
+        : `issue takes no argument "${stray}", only options`,
+    );
+  }
   const { owner: ownerText, subject = '', scopes: scopesText, ttl } = once(values);
   const owner = Owner.from(ownerText ?? '');
   if (E.isLeft(owner)) throw new UsageError(`--owner ${owner.left.rule}`);
   if (subject.length < 1 || subject.length > 256 || hasControlCharacter(subject)) {
     throw new UsageError('--subject must be 1 to 256 characters without control characters');
   }
-  const scopes = (scopesText ?? '').split(',').filter((s) => s !== '');
+  // Commas, as the contract writes the list, or spaces, as the service's start-up banner and OAuth print scopes.
+  const scopes = (scopesText ?? '').split(/[\s,]+/).filter((s) => s !== '');
   if (scopes.length === 0 || !scopes.every(isScope))
-    throw new UsageError('--scopes must list plants:read and/or plants:write');
+    throw new UsageError('--scopes must list plants:read and/or plants:write, separated by commas or spaces');
   let ttlSeconds: number | undefined;
   if (ttl !== undefined) {
     ttlSeconds = Number(ttl);
@@ -148,27 +167,29 @@ const run = async (): Promise<number> => {
   // follows it is the aftermath (commands flushed from the dropped connection).
   let firstError = '';
   const redis = redisConnection(config.auth.url, config.auth.timeoutMs, (e) => (firstError ||= ` (${e.message})`));
+  const target = redisTarget(redis.options, (process.env['REDIS_URL'] ?? '') === '');
   try {
     await whenReady(redis, config.auth.timeoutMs);
     const store = redisTokenStore(redis, { cacheTtlMs: 0 });
     if (command.kind === 'issue') {
       const issued = await store.issue(command.grant)();
       if (E.isLeft(issued)) {
-        process.stderr.write(`the token store (Redis) did not answer${firstError}; nothing was issued\n`);
+        process.stderr.write(`the token store (${target}) did not answer${firstError}; nothing was issued\n`);
         return 1;
       }
       const { owner, subject, scopes, ttlSeconds } = command.grant;
       process.stderr.write(
-        `issued a token for owner ${owner}, subject ${subject}, scopes ${scopes.join(' ')}, ${ttlSeconds === undefined ? 'no expiry' : `expires in ${ttlSeconds} s`}\n`,
+        `issued a token for owner ${owner}, subject ${subject}, scopes ${scopes.join(' ')}, ${ttlSeconds === undefined ? 'no expiry' : `expires in ${ttlSeconds} s`}, into ${target}\n`,
       );
       process.stdout.write(`${issued.right}\n`);
       return 0;
     }
     const revoked = await store.revoke(command.token)();
     if (E.isLeft(revoked)) {
-      process.stderr.write(`the token store (Redis) did not answer${firstError}; nothing was revoked\n`);
+      process.stderr.write(`the token store (${target}) did not answer${firstError}; nothing was revoked\n`);
       return 1;
     }
+    process.stderr.write(`token store: ${target}\n`);
     process.stdout.write(revoked.right ? 'revoked\n' : 'no such token (never issued, expired or already revoked)\n');
     return revoked.right ? 0 : 1;
   } finally {

@@ -4,6 +4,9 @@ import * as assert from 'uvu/assert';
 import { decodeNewPlant } from '../../adapters/http/api/codecs.js';
 import { parseJson } from '../../adapters/http/server/json.js';
 
+const ID_AS_STRING =
+  'id: must be a JSON number, not a string: write 7, not "7" (an integer from -9223372036854775808 to 9223372036854775807, all its digits kept exactly)';
+
 const test = suite('POST /plants body codec: a Plant, or the first broken field in the order id, name, tag');
 
 const decode = (text: string) => {
@@ -24,7 +27,8 @@ test('a valid body is its plant, exactly, with only id, name and tag kept', () =
 test('a refused body names its first broken field and rule', () => {
   for (const [body, message] of [
     ['{"name": 5}', 'id: is required'],
-    ['{"id": "7", "name": ""}', 'id: must be an integer from -9223372036854775808 to 9223372036854775807'],
+    ['{"id": "7", "name": ""}', ID_AS_STRING],
+    ['{"id": "9007199254740993", "name": "a"}', ID_AS_STRING],
     ['{"id": 7.5, "name": "a"}', 'id: must be an integer from -9223372036854775808 to 9223372036854775807'],
     [
       '{"id": 9223372036854775808, "name": "a"}',

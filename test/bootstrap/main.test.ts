@@ -28,6 +28,23 @@ test('with no configuration it serves on memory with a generated token printed o
   }
 });
 
+test('the listening line names the API reference page', async () => {
+  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1' });
+  try {
+    await svc.waitFor(listening);
+    const line = svc
+      .stdout()
+      .split('\n')
+      .find((l) => l.includes('"msg":"listening"'));
+    const docs = (JSON.parse(line ?? '{}') as { docs?: string }).docs;
+    assert.is(docs, `http://127.0.0.1:${portOf(svc.stdout())}/docs`);
+    assert.is((await fetch(docs ?? '')).status, 200, 'the page is there');
+  } finally {
+    svc.child.kill('SIGKILL');
+    await svc.exited;
+  }
+});
+
 test('a bad variable stops start-up with exit 1 and one line naming it', async () => {
   const svc = runNode('bootstrap/main.js', { PORT: 'eighty' });
   assert.is(await svc.exited, 1);

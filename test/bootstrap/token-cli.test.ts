@@ -132,7 +132,7 @@ test('--help prints the usage on stdout and exits 0, without needing Redis', asy
 test('`revoke -` revokes the token read from standard input', async () => {
   const issued = await cli(['issue', '--owner', 'acme', '--subject', 'stdin', '--scopes', 'plants:read']);
   assert.is(issued.code, 0, issued.stderr);
-  assert.match(issued.stderr, /, no expiry\n$/);
+  assert.match(issued.stderr, /, no expiry, into Redis at 127\.0\.0\.1:\d+\/0\n$/);
   const token = issued.stdout.trimEnd().split('\n').pop() as string;
   const revoked = await cli(['revoke', '-'], {}, `${token}\n`);
   assert.is(revoked.code, 0, revoked.stderr);
@@ -163,12 +163,65 @@ test('a REDIS_URL database the server does not have: exit 1 with the reason, and
     assert.is(run.stdout, '');
     assert.match(
       run.stderr,
-      /^the token store \(Redis\) did not answer \(ERR DB index is out of range\); nothing was issued\n$/,
+      /^the token store \(Redis at 127\.0\.0\.1:\d+\/99\) did not answer \(ERR DB index is out of range\); nothing was issued\n$/,
     );
     assert.is((await admin.keys('plantstore:token:*')).length, before, 'no token written to database 0');
   } finally {
     admin.disconnect();
   }
+});
+
+test('--scopes takes commas or spaces: "plants:read plants:write" issues both scopes', async () => {
+  for (const scopes of ['plants:read plants:write', 'plants:read, plants:write', 'plants:read,plants:write']) {
+    const run = await cli(['issue', '--owner', 'acme', '--subject', 'spaces', '--scopes', scopes, '--ttl', '60']);
+    assert.is(run.code, 0, run.stderr);
+    assert.match(run.stderr, /scopes plants:read plants:write, expires in 60 s/, scopes);
+  }
+});
+
+test('--scopes split by the shell (unquoted) is a usage error saying how to write the list', async () => {
+  const run = await cli(['issue', '--owner', 'acme', '--subject', 'ci', '--scopes', 'plants:read', 'plants:write']);
+  assert.is(run.code, 2);
+  assert.match(
+    run.stderr,
+    /^unexpected argument "plants:write": --scopes takes one value; write plants:read,plants:write or quote the list \("plants:read plants:write"\)\n/,
+  );
+  assert.is(run.stdout, '', 'nothing issued');
+});
+
+test('issue and revoke name the Redis they write to (host:port/db), never its password', async () => {
+  const { port } = new URL(await uri());
+  const issued = await cli(['issue', '--owner', 'acme', '--subject', 'where', '--scopes', 'plants:read'], {
+    REDIS_URL: `redis://127.0.0.1:${port}/3`,
+  });
+  assert.is(issued.code, 0, issued.stderr);
+  assert.match(issued.stderr, new RegExp(`, into Redis at 127\\.0\\.0\\.1:${port}/3\\n$`));
+  const token = issued.stdout.trimEnd();
+  const revoked = await cli(['revoke', token], { REDIS_URL: `redis://127.0.0.1:${port}/3` });
+  assert.is(revoked.code, 0, revoked.stderr);
+  assert.is(revoked.stderr, `token store: Redis at 127.0.0.1:${port}/3\n`);
+  const secret = await cli(['issue', '--owner', 'acme', '--subject', 'pw', '--scopes', 'plants:read'], {
+    REDIS_URL: `redis://user:s3cret-pw@127.0.0.1:${port}/2`,
+    AUTH_TIMEOUT_MS: '500',
+  });
+  assert.match(secret.stderr, new RegExp(`Redis at 127\\.0\\.0\\.1:${port}/2`));
+  assert.not.match(secret.stderr, /s3cret-pw|user:/, 'no credentials in what it prints');
+});
+
+test('with REDIS_URL unset it says that it uses the default Redis, 127.0.0.1:6379/0', async () => {
+  const run = runNode('bootstrap/token-cli.js', { AUTH: 'redis', AUTH_TIMEOUT_MS: '300' }, [
+    'issue',
+    '--owner',
+    'acme',
+    '--subject',
+    'default',
+    '--scopes',
+    'plants:read',
+    '--ttl',
+    '1',
+  ]);
+  await run.exited; // 0 where a Redis listens on 6379, 1 where none does: either way it names where it wrote
+  assert.match(run.stderr(), /Redis at 127\.0\.0\.1:6379\/0, the default: REDIS_URL is unset[)\n]/);
 });
 
 test('a token that starts with "-" is revoked after --, never taken for an option', async () => {

@@ -73,6 +73,12 @@ for (const backend of storageBackends()) {
     assert.is(messageOf(missing), 'id: is required');
   });
 
+  test('an id sent as a string is 400 saying that the id is a JSON number, not a string', async ({ svc }) => {
+    const res = await post(svc, '{"id": "7", "name": "x"}');
+    assert.is(res.status, 400);
+    assert.match(messageOf(res), /^id: must be a JSON number, not a string: write 7, not "7" \(an integer from /);
+  });
+
   test('a name breaking its rule is 400 naming name and the rule', async ({ svc }) => {
     const cases: Array<[unknown, string]> = [
       ['', 'name: must be 1 to 200 characters'],

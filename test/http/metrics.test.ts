@@ -101,7 +101,10 @@ test('with METRICS_PORT, /metrics is served on that listener only', async () => 
     assert.is.not(metricsBase, base);
     const here = await fetch(`${base}/metrics`);
     assert.is(here.status, 404);
-    assert.equal(await here.json(), { error: 404, message: 'no such resource; see /openapi.json' });
+    assert.equal(await here.json(), {
+      error: 404,
+      message: 'no such resource; the API reference is at /docs (and /openapi.json)',
+    });
     const there = await fetch(`${metricsBase}/metrics`);
     assert.is(there.status, 200);
     assert.ok(
@@ -149,7 +152,10 @@ test('with METRICS_PORT, the API port answers 404 to every method on /metrics', 
     for (const method of ['GET', 'POST', 'DELETE', 'OPTIONS']) {
       const res = await fetch(`${base}/metrics`, { method });
       assert.is(res.status, 404, method);
-      assert.equal(await res.json(), { error: 404, message: 'no such resource; see /openapi.json' });
+      assert.equal(await res.json(), {
+        error: 404,
+        message: 'no such resource; the API reference is at /docs (and /openapi.json)',
+      });
     }
   } finally {
     await stop(svc);

@@ -35,6 +35,15 @@ test('an unknown path is 404 with the Error body; paths are exact and case-sensi
   }
 });
 
+test('GET / answers 404 pointing to the API reference page /docs and to /openapi.json', async ({ svc }) => {
+  const res = await svc.call('GET', '/');
+  assert.is(res.status, 404);
+  assert.equal(res.json(), {
+    error: 404,
+    message: 'no such resource; the API reference is at /docs (and /openapi.json)',
+  });
+});
+
 test('a known path with another method is 405 with Allow', async ({ svc }) => {
   const cases: Array<[string, string, string]> = [
     ['PUT', '/plants', 'GET, HEAD, POST'],

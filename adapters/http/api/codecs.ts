@@ -2,6 +2,7 @@ import * as E from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { isLosslessNumber } from 'lossless-json';
 import type { FieldRuleBroken } from '../../../domain/errors.js';
+import { INT64_MAX, INT64_MIN } from '../../../domain/int64.js';
 import {
   PLANT_FIELDS,
   PLANT_FIELD_NAMES,
@@ -37,9 +38,13 @@ const field = <A>(name: string, read: (key: string, u: unknown) => E.Either<Fiel
 
 const required = (u: unknown): string | undefined => (u === undefined ? 'is required' : undefined);
 
+/** `"7"` is the mistake a JavaScript client makes to keep a big id exact: the message says how to send it instead. */
+const ID_AS_STRING = `must be a JSON number, not a string: write 7, not "7" (an integer from ${INT64_MIN} to ${INT64_MAX}, all its digits kept exactly)`;
+
 const IdFromJsonNumber = field('PlantId', (key, u) => {
   const missing = required(u);
   if (missing !== undefined) return E.left(missing);
+  if (typeof u === 'string') return E.left(ID_AS_STRING);
   return isLosslessNumber(u) ? PlantId.fromJsonNumber(key, u.value) : E.left(PlantId.rule);
 });
 

@@ -41,6 +41,9 @@ export type Failure =
 export type { FailureResponse };
 
 export const REALM = 'Bearer realm="plants"';
+/** An unknown path: where a newcomer reads what there is (the page first: it is for humans). */
+export const ROUTE_NOT_FOUND = 'no such resource; the API reference is at /docs (and /openapi.json)';
+
 /** Seconds a client should wait before retrying when a backend is unavailable. */
 export const RETRY_AFTER_SECONDS = 1;
 
@@ -110,7 +113,7 @@ export const toResponse = (failure: Failure): FailureResponse => {
     case 'PlantNotFound':
       return { status: 404, message: 'id: no plant with this id' };
     case 'RouteNotFound':
-      return { status: 404, message: 'no such resource; see /openapi.json' };
+      return { status: 404, message: ROUTE_NOT_FOUND };
     case 'MethodNotAllowed':
       return {
         status: 405,

@@ -3,7 +3,7 @@ import { PLANT_FIELDS, PLANT_FIELD_NAMES, PlantId, type PlantField } from '../..
 import { TOKEN_MAX } from '../../../domain/principal.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plants.js';
 import { encodeCursor } from './codecs.js';
-import { plantFieldsJoined, RETRY_AFTER_SECONDS } from './failures.js';
+import { plantFieldsJoined, RETRY_AFTER_SECONDS, ROUTE_NOT_FOUND } from './failures.js';
 import { JSON_LIMITS } from '../server/json.js';
 import { CORS_IN_WORDS, withOperationalPaths } from '../server/openapi-operations.js';
 
@@ -435,7 +435,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           ...quotaHeaders,
         },
       ),
-      NotFound: error(404, 'Unknown path.', 'no such resource; see /openapi.json'),
+      NotFound: error(404, 'Unknown path.', ROUTE_NOT_FOUND),
       MethodNotAllowed: error(405, 'Known path, method it does not have.', 'method not allowed here; use GET, HEAD', {
         Allow: { required: true, schema: { type: 'string' } },
       }),

@@ -64,7 +64,8 @@ export const malformed = { '400': { $ref: '#/components/responses/MalformedReque
 const BIG_IDS_IN_WORDS = [
   '**Ids beyond 2^53 from JavaScript.** JSON.stringify holds numbers as IEEE doubles and rounds a larger id without a',
   'word (9007199254740993 is sent as 9007199254740992, another plant): send such ids as exact JSON digits, with',
-  "`JSON.rawJSON` (Node.js 22+, current browsers) or lossless-json's `stringify` (recipes: docs/API.md). In",
+  "`JSON.rawJSON` (Node.js 22+, current browsers) or lossless-json's `stringify` (recipes: docs/API.md), or use the",
+  "TypeScript client package of the service's repository (client/), which takes ids as bigints. In",
   'DELETE /plants/{id} the id is a path string, exact at any size; the service never answers an id. Python, Go and',
   'Java integers need nothing.',
 ].join(' ');

@@ -1,9 +1,22 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 import * as assert from 'uvu/assert';
+import { corsPolicy } from '../../adapters/http/server/cors.js';
 import { clientSchema, schemaPath } from '../support/client-schema.js';
 import { startService, type Service } from '../support/http.js';
 import { distRoot } from '../support/process.js';
@@ -186,3 +199,86 @@ for (const backend of storageBackends()) {
 
   run();
 }
+
+/** Debian's chromium (as test/http/docs.test.ts finds it); with CI=true a missing one fails the run. */
+const chromiumBin = (): { bin: string } | { skip: string } => {
+  for (const c of [process.env['CHROMIUM_BIN'], '/usr/bin/chromium']) if (c && existsSync(c)) return { bin: c };
+  const reason = 'chromium not found (install it with: apt-get install chromium)';
+  if (process.env['CI'] === 'true') throw new Error(`CI=true and ${reason}`);
+  return { skip: reason };
+};
+const chrome = chromiumBin();
+
+/**
+ * A browser on a page of another origin (a server of its own, serving the built package), the service allowing that
+ * origin (CORS_ORIGINS): the client as a web application uses it.
+ */
+const browsing = suiteWith(
+  'the client package in headless chromium, from another origin',
+  'skip' in chrome
+    ? chrome
+    : async () => {
+        const built = join(await packaged(), 'node_modules', '@plant-store', 'client', 'dist');
+        const app = createServer((req, res) => {
+          const file = /^\/client\/([a-z]+\.js)$/.exec(req.url ?? '')?.[1];
+          if (file !== undefined && existsSync(join(built, file))) {
+            res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' });
+            res.end(readFileSync(join(built, file)));
+          } else {
+            res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+            res.end('<!doctype html><title>app</title>');
+          }
+        });
+        await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+        const origin = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
+        const svc = await startService({ cors: corsPolicy([origin]) });
+        const browser = await chromium.launch({
+          executablePath: chrome.bin,
+          headless: true,
+          args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+        });
+        return {
+          svc,
+          origin,
+          browser,
+          teardown: async () => {
+            await browser.close();
+            await svc.close();
+            await new Promise((resolve) => app.close(resolve));
+          },
+        };
+      },
+);
+
+browsing.test(
+  'creates 2^53 + 1 exactly, lists every page through Link, and reads a failure’s request id',
+  async (ctx) => {
+    const { svc, origin, browser } = browsing.subject(ctx);
+    const page = await browser.newPage();
+    await page.goto(`${origin}/`);
+    // A string, so that tsc does not look for the page's module here.
+    const seen = (await page.evaluate(`(async () => {
+    const { PlantStore, PlantStoreError } = await import('/client/index.js');
+    const store = new PlantStore({ baseUrl: ${JSON.stringify(svc.base)}, token: ${JSON.stringify(svc.token.alice)} });
+    await store.create({ id: 2n ** 53n, name: '2^53' });
+    await store.create({ id: 2n ** 53n + 1n, name: '2^53 + 1' });
+    const names = [];
+    for await (const plant of store.list({ limit: 1 })) names.push(plant.name);
+    const deleted = await store.delete(2n ** 53n + 1n);
+    const failure = await store.delete(2n ** 53n + 1n).catch((e) => e);
+    return {
+      names,
+      deleted,
+      failure: failure instanceof PlantStoreError ? [failure.status, failure.message, failure.requestId] : String(failure),
+    };
+  })()`)) as { names: string[]; deleted: string; failure: [number, string, string | undefined] | string };
+    assert.equal(seen.names, ['2^53', '2^53 + 1'], 'both pages: the Link header is exposed to the page');
+    assert.is(seen.deleted, 'deleted');
+    assert.equal(seen.failure.slice(0, 2), [404, 'id: no plant with this id']);
+    assert.match(String(seen.failure[2]), /^[A-Za-z0-9._:-]{1,128}$/, 'X-Request-Id is exposed to the page');
+    const left = await svc.call('GET', '/plants', { token: svc.token.alice });
+    assert.is(left.text, '[{"name":"2^53"}]', 'the other plant is 2^53, untouched');
+  },
+);
+
+browsing.run();

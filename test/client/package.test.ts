@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
 import {
-  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
   readdirSync,
+  renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -60,7 +60,10 @@ const typecheck = async (dir: string, files: string[]): Promise<string | undefin
   }
 };
 
-/** A scratch project with the package built and installed, once per run. */
+/**
+ * A scratch project with the package installed from the tarball `npm pack` makes in client/ (its `prepack` builds
+ * client/dist with the package's own tsconfig; `files` decides what ships), once per run.
+ */
 let project: Promise<string> | undefined;
 const packaged = () =>
   (project ??= (async () => {
@@ -68,15 +71,11 @@ const packaged = () =>
     mkdirSync(parent, { recursive: true });
     const dir = mkdtempSync(join(parent, 'client-package-'));
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-    const installed = join(dir, 'node_modules', '@plant-store', 'client');
-    await exec(process.execPath, [
-      tsc,
-      '-p',
-      join(repo, 'client', 'tsconfig.json'),
-      '--outDir',
-      join(installed, 'dist'),
-    ]);
-    copyFileSync(join(repo, 'client', 'package.json'), join(installed, 'package.json'));
+    const { stdout } = await exec('npm', ['pack', '--json', '--pack-destination', dir], { cwd: join(repo, 'client') });
+    const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
+    await exec('tar', ['-xzf', join(dir, filename), '-C', dir]);
+    mkdirSync(join(dir, 'node_modules', '@plant-store'), { recursive: true });
+    renameSync(join(dir, 'package'), join(dir, 'node_modules', '@plant-store', 'client'));
     writeFileSync(join(dir, 'package.json'), '{"type": "module", "private": true}');
     return dir;
   })());
@@ -100,10 +99,15 @@ const readmeProgramChecked = () =>
 
 const { test, run: runPackage } = suiteWith('the client package', async () => ({ dir: await packaged() }));
 
+test('the packed files: README, package.json and the built modules with their types, nothing else', async () => {
+  const installed = join(await packaged(), 'node_modules', '@plant-store', 'client');
+  assert.equal(readdirSync(installed).sort(), ['README.md', 'dist', 'package.json']);
+  assert.equal(readdirSync(join(installed, 'dist')).sort(), ['index.d.ts', 'index.js', 'schema.d.ts', 'schema.js']);
+});
+
 test('the built package imports nothing but its own files: no node: module, no dependency', async () => {
   const built = join(await packaged(), 'node_modules', '@plant-store', 'client', 'dist');
   const js = readdirSync(built).filter((f) => f.endsWith('.js'));
-  assert.equal(js.sort(), ['index.js', 'schema.js']);
   for (const file of js) {
     const text = readFileSync(join(built, file), 'utf8');
     const specifiers = [

@@ -1,4 +1,6 @@
 import * as TE from 'fp-ts/lib/TaskEither.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as assert from 'uvu/assert';
 import { memoryRateLimiter } from '../../adapters/rate-limit/memory/memory-rate-limiter.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
@@ -314,6 +316,30 @@ faultTest('retries: a Retry-After longer than maxRetryDelayMs is not waited for'
   assert.is((await rejection(client.page())).status, 503);
   assert.is(svc.logs().filter((l) => l['route'] === 'GET /plants').length, 1, 'sent once');
 });
+
+failures(
+  'a proxy’s answer without the Error body: its status, a message saying so, Retry-After as an HTTP date',
+  async () => {
+    const proxy = createServer((_req, res) => {
+      res.writeHead(503, { 'content-type': 'text/html', 'retry-after': new Date(Date.now() + 5000).toUTCString() });
+      res.end('<html><body>Service Unavailable</body></html>');
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const failed = await rejection(new PlantStore({ baseUrl: base, token: 't' }).page());
+      assert.is(failed.status, 503);
+      assert.is(failed.message, "HTTP 503 without the service's Error body (a proxy's answer, or not this service)");
+      assert.is(failed.requestId, undefined);
+      assert.ok(
+        failed.retryAfter !== undefined && failed.retryAfter >= 3 && failed.retryAfter <= 6,
+        `${failed.retryAfter}`,
+      );
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  },
+);
 
 test('a base URL with a trailing slash works', async ({ svc }) => {
   const client = new PlantStore({ baseUrl: `${svc.base}/`, token: svc.token.alice });

@@ -317,6 +317,24 @@ faultTest('retries: a Retry-After longer than maxRetryDelayMs is not waited for'
   assert.is(svc.logs().filter((l) => l['route'] === 'GET /plants').length, 1, 'sent once');
 });
 
+faultTest(
+  'retries: an abort during the wait before a retry rejects with its reason and sends nothing more',
+  async ({ svc, store }) => {
+    store.failNext('page', 1);
+    const controller = new AbortController();
+    const client = clientOf(svc, svc.token.alice, 3);
+    const reason = new Error('the caller gave up');
+    setTimeout(() => controller.abort(reason), 200); // within the 1 s the 503 asks to wait
+    try {
+      await client.page({}, { signal: controller.signal });
+      assert.unreachable('the call resolved');
+    } catch (e) {
+      assert.is(e, reason);
+    }
+    assert.ok(svc.logs().filter((l) => l['route'] === 'GET /plants').length <= 1, 'no retry sent');
+  },
+);
+
 failures(
   'a proxy’s answer without the Error body: its status, a message saying so, Retry-After as an HTTP date',
   async () => {

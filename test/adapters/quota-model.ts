@@ -5,8 +5,8 @@
  * fast-check's scheduler chooses the order of every command's arrival and of every reply. Faults are drawn per
  * command: a lost reply (applied, answered with an error), a timeout (the request gives up at once, the command lands
  * later), a crash of the process before the command is sent. Processes restart with other bounds; time passes in
- * steps; a request's commands land within its deadline (a command of a crashed process or of a request past its
- * deadline lands then or never: the connection is gone).
+ * steps around the contract's 60 s and the looks' 30 s; a command lands within its request's deadline or at its
+ * process's stop, or never (the connection is gone), also after the request answered.
  *
  * After every step it checks the invariants of docs/storage.md; a violation fails the run with the step's trace.
  */
@@ -45,17 +45,54 @@ const bound = fc.constantFrom(0, 2, 2, 3);
 const proc = fc.nat(2);
 const plantId = fc.nat(4);
 
-export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
+const stored = fc
+  .uniqueArray(fc.oneof(fc.nat(4), fc.constant(OUTSIDE_FROM), fc.constant(OUTSIDE_FROM + 1)), { maxLength: 4 })
+  .map((slots) => slots.map((slot, i) => [10 + i, slot] as const));
+const faults = fc.array(fc.constantFrom<Fault>('ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'lost', 'timeout', 'crash'), {
+  maxLength: 60,
+});
+const create = (p: number, id: number): Action => ({ kind: 'create', proc: p, id, name: 'a' });
+
+/** Any mix of actions over three processes. */
+const mixed: fc.Arbitrary<Scenario> = fc.record({
   bounds: fc.tuple(bound, bound, bound),
   held: fc.constantFrom(0, 8, 8),
-  stored: fc
-    .uniqueArray(fc.oneof(fc.nat(4), fc.constant(OUTSIDE_FROM), fc.constant(OUTSIDE_FROM + 1)), { maxLength: 4 })
-    .map((slots) => slots.map((slot, i) => [10 + i, slot] as const)),
+  stored,
   rounds: fc.array(fc.array(action(), { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 10 }),
-  faults: fc.array(fc.constantFrom<Fault>('ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'lost', 'timeout', 'crash'), {
-    maxLength: 60,
-  }),
+  faults,
 });
+
+/**
+ * A change of bounds as an operator makes it: two processes under a bound look at the owner, a third under another
+ * bound (none, or larger) creates, then restarts under the first bound; time passes (around the contract's 60 s and
+ * the looks' expiry); the first two create again. What the bound's expiry is for, reached in every such scenario.
+ */
+const rolling: fc.Arbitrary<Scenario> = fc
+  .record({
+    b: fc.constantFrom(2, 3),
+    other: fc.constantFrom(0, 5),
+    held: fc.constantFrom(0, 8),
+    stored,
+    wait: fc.constantFrom(25_000, 31_000, 59_000, 61_000, 70_000),
+    more: fc.array(action(), { maxLength: 3 }),
+    faults,
+  })
+  .map(({ b, other, held, stored, wait, more, faults }) => ({
+    bounds: [b, b, other],
+    held,
+    stored,
+    rounds: [
+      [create(0, 0), create(1, 1)],
+      [create(2, 2), create(2, 3), create(2, 4)],
+      [{ kind: 'restart', proc: 2, bound: b }],
+      [{ kind: 'advance', ms: wait }],
+      [create(0, 5), create(1, 6), create(0, 7)],
+      ...(more.length > 0 ? [more] : []),
+    ],
+    faults,
+  }));
+
+export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.oneof(mixed, rolling);
 
 function action(): fc.Arbitrary<Action> {
   return fc.oneof(
@@ -69,12 +106,12 @@ function action(): fc.Arbitrary<Action> {
       }),
     },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), proc, id: plantId }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('restart' as const), proc, bound }) },
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant('restart' as const), proc, bound }) },
     {
-      weight: 2,
+      weight: 3,
       arbitrary: fc.record({
         kind: fc.constant('advance' as const),
-        ms: fc.constantFrom(1000, 40_000, 70_000, 70_000),
+        ms: fc.constantFrom(1000, 25_000, 31_000, 40_000, 59_000, 61_000, 70_000),
       }),
     },
   );
@@ -96,8 +133,9 @@ interface Op {
   readonly label: string;
   ended: boolean;
   readonly deadline: number;
-  /** Commands sent and not yet landed: at the deadline or a crash, each lands then or never. */
-  readonly inFlight: Set<{ land: () => void; drop: () => void }>;
+  /** For a create: the plant it stores, and whether its last `find` saw that very plant stored. */
+  candidate?: { readonly id: number; readonly name: string };
+  identicalAtFind?: boolean;
   /** The document this create stored (its last insert that landed). */
   inserted?: Doc;
   /** For a delete: the step at which its look-up ran. */
@@ -106,12 +144,25 @@ interface Op {
   peak: number;
 }
 
+interface Flight {
+  readonly op: Op;
+  readonly land: () => void;
+  readonly drop: () => void;
+}
+
 interface Proc {
   readonly index: number;
   bound: number;
   alive: boolean;
   quota: Quota;
   readonly ops: Set<Op>;
+  /**
+   * Its commands sent and not landed, also those of requests that already answered (a timeout, a branch of a request
+   * that failed): at the request's deadline or the process's stop each lands then or never (the connection is gone).
+   */
+  readonly flights: Set<Flight>;
+  /** Its own random sequence (a cursor's start, an outside slot). */
+  seed: number;
 }
 
 export interface ModelOptions {
@@ -193,23 +244,25 @@ export const runScenario = async (
       step++;
       check();
     };
-    const flight = {
+    const flights = op.proc.flights;
+    const flight: Flight = {
+      op,
       land: () => {
         while (!dropped && landed < phases) next();
-        op.inFlight.delete(flight);
+        flights.delete(flight);
       },
       drop: () => {
         dropped = true;
-        op.inFlight.delete(flight);
+        flights.delete(flight);
       },
     };
-    op.inFlight.add(flight);
+    flights.add(flight);
     const tag = `p${op.proc.index} ${op.label}`;
     let arrived = s.schedule(Promise.resolve(), `${tag} → ${label}`).then(next);
     if (writeBack !== undefined) {
       arrived = arrived.then(() => s.schedule(Promise.resolve(), `${tag} write-back of ${label}`)).then(next);
     }
-    void arrived.then(() => op.inFlight.delete(flight));
+    void arrived.then(() => flights.delete(flight));
     if (what === 'timeout') {
       op.ended = true;
       return Promise.reject(new Unavailable('timeout'));
@@ -245,6 +298,8 @@ export const runScenario = async (
     find: (_, id) =>
       send(`find ${id}`, (op) => {
         op.locatedAt = step;
+        const c = op.candidate;
+        op.identicalAtFind = c !== undefined && owned().some((o) => o.id === c.id && o.name === c.name);
         const d = owned().find((o) => o.id === Number(id));
         return d === undefined ? undefined : { plant: plant(d.id, d.name), ref: d, slot: d.slot };
       }),
@@ -288,7 +343,10 @@ export const runScenario = async (
       now: () => clock,
       lookTtlMs: options.lookTtlMs ?? LOOK_TTL_MS,
       maxHeld: () => scenario.held,
-      random: (n) => Math.min(n - 1, 1),
+      random: (n) => {
+        p.seed = (p.seed * 1103515245 + 12345) % 2147483648;
+        return p.seed % n;
+      },
     });
   };
 
@@ -297,13 +355,14 @@ export const runScenario = async (
     if (!p.alive) return;
     p.alive = false;
     stoppedAt.set(p.bound, clock);
-    for (const op of p.ops) endOp(op);
+    for (const op of p.ops) op.ended = true;
     p.ops.clear();
+    settle(p, () => true);
   };
 
-  const endOp = (op: Op) => {
-    op.ended = true;
-    for (const flight of [...op.inFlight]) (fault() === 'ok' ? flight.land : flight.drop)();
+  /** Each command in flight of `p` that `which` names lands now or never. */
+  const settle = (p: Proc, which: (op: Op) => boolean) => {
+    for (const flight of [...p.flights]) if (which(flight.op)) (fault() === 'ok' ? flight.land : flight.drop)();
   };
 
   const procs: Proc[] = scenario.bounds.map((b, index) => ({
@@ -312,6 +371,8 @@ export const runScenario = async (
     alive: false,
     quota: undefined as unknown as Quota,
     ops: new Set<Op>(),
+    flights: new Set<Flight>(),
+    seed: index + 1,
   }));
   for (const p of procs) start(p);
 
@@ -330,7 +391,10 @@ export const runScenario = async (
 
   const run = async (action: Action): Promise<void> => {
     if (action.kind === 'advance') {
-      for (const p of procs) for (const op of p.ops) if (op.deadline <= clock + action.ms) endOp(op);
+      for (const p of procs) {
+        for (const op of p.ops) if (op.deadline <= clock + action.ms) op.ended = true;
+        settle(p, (op) => op.deadline <= clock + action.ms);
+      }
       clock += action.ms;
       return;
     }
@@ -347,8 +411,8 @@ export const runScenario = async (
       label: `${action.kind} ${action.id}${action.kind === 'create' ? action.name : ''}`,
       ended: false,
       deadline: clock + DEADLINE_MS,
-      inFlight: new Set(),
       peak: docs.size,
+      ...(action.kind === 'create' ? { candidate: { id: action.id, name: action.name } } : {}),
     };
     p.ops.add(op);
     const checkFor = () => {
@@ -383,8 +447,8 @@ export const runScenario = async (
       if (outcome?._tag === 'OwnerFull' && op.peak < p.bound) {
         violated(`${op.label}: refused, although the owner kept at most ${op.peak} plants while it ran`);
       }
-      if (outcome?._tag === 'OwnerFull' && before !== undefined && docs.has(before.ref)) {
-        violated(`${op.label}: refused although the identical plant was stored throughout`);
+      if (outcome?._tag === 'OwnerFull' && ((before !== undefined && docs.has(before.ref)) || op.identicalAtFind)) {
+        violated(`${op.label}: refused although the identical plant was stored (throughout, or at its last read)`);
       }
     } catch (e) {
       if (!(e instanceof Unavailable)) violated(`${op.label}: ${e instanceof Error ? e.stack : String(e)}`);

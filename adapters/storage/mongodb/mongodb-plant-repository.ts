@@ -38,11 +38,11 @@ const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
 
 export const COLLECTION = 'plants';
 /**
- * RULE 1's expiry (quota.ts): a look is trusted 30 s, and less when a request may take longer than 25 s, so that a look
- * plus a request's deadline stays under the 60 s after which the contract wants the bound exact again once the last
- * process with another bound has stopped.
+ * RULE 1's expiry (quota.ts): a look is trusted 30 s, less when requests may take long, so that the expiry, the last
+ * write of a stopped process landing, and a request's wait and landing (each within `timeoutMs`) fit in the 60 s after
+ * which the contract wants the bound exact again. Above 18 s of STORAGE_TIMEOUT_MS every create looks (docs/storage.md).
  */
-const lookTtlFor = (timeoutMs: number): number => Math.max(0, Math.min(30_000, 55_000 - timeoutMs));
+const lookTtlFor = (timeoutMs: number): number => Math.max(0, Math.min(30_000, 55_000 - 3 * timeoutMs));
 /** Heap bytes of one held owner beside its bitset: the object, its Map entry and the owner's name. */
 const HELD_BYTES = 300;
 
@@ -78,6 +78,8 @@ const guarded =
       if (unavailable(e)) return E.left(storageUnavailable);
       throw e;
     } finally {
+      // Ended (answered or past its deadline): a branch of the call still running sends nothing more.
+      expired = true;
       clearTimeout(timer);
     }
   };

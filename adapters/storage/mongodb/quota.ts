@@ -30,8 +30,8 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  */
 
 /**
- * The commands the bound needs, each one round trip served on MongoDB by a unique index with `owner` first: insertOne
- * (`slot-taken` when the store says the slot index refused it, `taken` when it does not say which); findOne by owner
+ * The commands the bound needs, each one round trip served on MongoDB by `_id` or a unique index with `owner` first:
+ * insertOne (`slot-taken` when the store says the slot index refused it, `taken` when it does not say which); findOne by owner
  * and id (`find`: the plant, what names its document, and its slot); the owner's highest slot (`top`), every
  * slot (`slots`), its plants at or above a slot (`outside`), its count; updateOne by `_id` and slot (`move`: false when
  * the target slot is taken); deleteOne by `_id` (false: gone already). `check` is called before each (see `Check`).
@@ -107,6 +107,13 @@ class Held {
     this.used++;
   }
 
+  /** Takes every slot below `n` (a fresh state: whole bytes at once). */
+  takeBelow(n: number): void {
+    this.taken.fill(0xff, 0, n >> 3);
+    this.used = n & ~7;
+    for (let slot = n & ~7; slot < n; slot++) this.take(slot);
+  }
+
   free(slot: number): void {
     if (slot >= this.max) {
       if (this.outside > 0) this.outside--;
@@ -122,7 +129,9 @@ class Held {
     if (this.used >= this.max) return undefined;
     for (let i = 0; i < this.max; i++) {
       const slot = (this.cursor + i) % this.max;
-      if (!this.has(slot)) {
+      if (this.taken[slot >> 3] === 0xff)
+        i += 7 - (slot & 7); // a whole byte taken: skip to the next
+      else if (!this.has(slot)) {
         this.cursor = (slot + 1) % this.max;
         return slot;
       }
@@ -215,7 +224,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     check();
     if (top >= max) return load(owner, max, check);
     const state = new Held(max, top + 1, false);
-    for (let slot = 0; slot <= top; slot++) state.take(slot);
+    state.takeBelow(top + 1);
     state.cleanAt = sentAt;
     keep(owner, state);
     return state;
@@ -253,19 +262,17 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return state;
   };
 
-  /** A stored plant answers first, whatever the owner's count; then RULE 3. Undefined: there is room after all. */
-  const refusal = async (
-    owner: string,
-    plant: Plant,
-    state: Held,
-    check: Check,
-  ): Promise<InsertOutcome | undefined> => {
-    check();
-    const stored = (await store.find(owner, plant.id))?.plant;
-    if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported };
+  /**
+   * RULE 3, and a stored plant answers first whatever the count: read last, so that a plant stored meanwhile (say, by
+   * this create's own earlier attempt landing late) answers 200. Undefined: there is room after all.
+   */
+  const refusal = async (owner: string, plant: Plant, state: Held, check: Check) => {
     check();
     const count = await store.count(owner);
-    return count >= state.max ? { _tag: 'OwnerFull', count } : undefined;
+    check();
+    const stored = (await store.find(owner, plant.id))?.plant;
+    if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported } as const;
+    return count >= state.max ? ({ _tag: 'OwnerFull', count } as const) : undefined;
   };
 
   /** RULE 2: moves the owner's outside plants into slots believed free, each move arbitrated by the slot index. */

@@ -38,7 +38,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const variables = {
   PORT: { name: 'PORT', read: readInteger(0, 65535), fallback: 3000, example: '3000' },
   HOST: { name: 'HOST', read: readHost, fallback: undefined as string | undefined, example: '127.0.0.1' },
-  LOG_LEVEL: { name: 'LOG_LEVEL', read: readOneOf(LOG_LEVELS), fallback: 'info' as LogLevel, example: 'info' },
+  LOG_LEVEL: { name: 'LOG_LEVEL', read: readOneOf(LOG_LEVELS), fallback: 'info', example: 'info' },
   BODY_LIMIT: { name: 'BODY_LIMIT', read: readInteger(64, 16 * 1024 * 1024), fallback: 16384, example: '16384' },
   MAX_CONNECTIONS: {
     name: 'MAX_CONNECTIONS',
@@ -109,7 +109,7 @@ export const variables = {
   STORAGE: {
     name: 'STORAGE',
     read: readOneOf(['memory', 'mongodb'] as const),
-    fallback: 'memory' as 'memory' | 'mongodb',
+    fallback: 'memory',
     example: 'mongodb',
   },
   MONGODB_URI: {
@@ -123,7 +123,7 @@ export const variables = {
   MONGODB_WRITE_CONCERN: {
     name: 'MONGODB_WRITE_CONCERN',
     read: readWriteConcern,
-    fallback: 'majority' as 'majority' | number,
+    fallback: 'majority',
     example: 'majority',
   },
   MONGODB_JOURNAL: { name: 'MONGODB_JOURNAL', read: readBoolean, fallback: true, example: 'true' },
@@ -149,7 +149,7 @@ export const variables = {
   AUTH: {
     name: 'AUTH',
     read: readOneOf(['static', 'redis', 'jwt'] as const),
-    fallback: 'static' as 'static' | 'redis' | 'jwt',
+    fallback: 'static',
     example: 'redis',
   },
   AUTH_TIMEOUT_MS: { name: 'AUTH_TIMEOUT_MS', read: readInteger(50, 60_000), fallback: 2000, example: '2000' },
@@ -177,7 +177,7 @@ export const variables = {
   JWT_ALGORITHM: {
     name: 'JWT_ALGORITHM',
     read: readOneOf(['RS256', 'ES256'] as const),
-    fallback: 'RS256' as 'RS256' | 'ES256',
+    fallback: 'RS256',
     example: 'ES256',
   },
   JWT_JWKS_URL: {
@@ -204,7 +204,7 @@ export const variables = {
   LOG_FORMAT: {
     name: 'LOG_FORMAT',
     read: readOneOf(['json', 'pretty'] as const),
-    fallback: 'json' as 'json' | 'pretty',
+    fallback: 'json',
     example: 'pretty',
   },
   METRICS_PORT: {
@@ -229,7 +229,7 @@ export const variables = {
   RATE_LIMIT_STORE: {
     name: 'RATE_LIMIT_STORE',
     read: readOneOf(['memory', 'redis'] as const),
-    fallback: 'memory' as 'memory' | 'redis',
+    fallback: 'memory',
     example: 'redis',
   },
   RATE_LIMIT_TIMEOUT_MS: {

@@ -9,7 +9,7 @@ import type { IError, Middleware, Polka, Request } from 'polka';
 const MAX_REMEMBERED = 1024;
 
 /** The params of a route without parameters: never written to by a handler, so one object serves every request. */
-const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+const NO_PARAMS: Record<string, string> = Object.freeze({});
 
 /**
  * polka's dispatch, with each request routed once and exact routes remembered. polka stays the router: what runs for

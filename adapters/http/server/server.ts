@@ -19,7 +19,6 @@ import {
   expectsContinueOnly,
   setBodyBudget,
   SharingServerResponse,
-  type SharingResponse,
 } from './exchange.js';
 import { unsentBound } from './unsent.js';
 
@@ -165,7 +164,7 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
    */
   const serve = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
     conn.serving = res;
-    res.on('prefinish', () => written(socket, res as SharingResponse)); // once per response: no `once` wrapper needed
+    res.on('prefinish', () => written(socket, res)); // once per response: no `once` wrapper needed
     handler(req, res);
   };
 

@@ -201,7 +201,7 @@ const python = suiteWith(
   'a Python client generated with openapi-python-client',
   'skip' in pythonGenerator
     ? pythonGenerator
-    : async () => ({ ...(await (fresh)()), bin: join(pythonGenerator.dir, 'bin') }),
+    : async () => ({ ...(await fresh()), bin: join(pythonGenerator.dir, 'bin') }),
 );
 
 python.test('generates every operation, creates, lists through the Link header and deletes', async (ctx) => {
@@ -242,9 +242,7 @@ const goGenerator = installed(
 );
 const go = suiteWith(
   'a Go client generated with oapi-codegen',
-  'skip' in goGenerator
-    ? goGenerator
-    : async () => ({ ...(await (fresh)()), ...goGenerator }),
+  'skip' in goGenerator ? goGenerator : async () => ({ ...(await fresh()), ...goGenerator }),
 );
 
 go.test(
@@ -289,9 +287,7 @@ const openapiGenerator = installed(
 );
 const pythonOg = suiteWith(
   'a Python client generated with openapi-generator (-g python)',
-  'skip' in openapiGenerator
-    ? openapiGenerator
-    : async () => ({ ...(await (fresh)()), ...openapiGenerator }),
+  'skip' in openapiGenerator ? openapiGenerator : async () => ({ ...(await fresh()), ...openapiGenerator }),
 );
 
 pythonOg.test('creates ids beyond 2^53, reads typed failures, lists through Link and deletes', async (ctx) => {

@@ -75,7 +75,8 @@ const schemas = (node: unknown, at: string, found: Array<[string, Record<string,
     if (value === null || typeof value !== 'object') continue;
     if (key === 'schema' || key === 'items') found.push([here, value as Record<string, unknown>]);
     if (key === 'properties' || /\/components\/schemas$/.test(here)) {
-      for (const [name, s] of Object.entries(value as Record<string, unknown>)) found.push([`${here}/${name}`, s as Record<string, unknown>]);
+      for (const [name, s] of Object.entries(value as Record<string, unknown>))
+        found.push([`${here}/${name}`, s as Record<string, unknown>]);
     }
     schemas(value, here, found);
   }

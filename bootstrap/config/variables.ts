@@ -91,11 +91,6 @@ export const variables = named({
     fallback: defaultServerLimits.maxUnsentBytes,
     example: '67108864',
   },
-  UNSENT_STALL_MS: {
-    read: readInteger(100, 600_000),
-    fallback: defaultServerLimits.unsentStallMs,
-    example: '2000',
-  },
   MAX_BODY_BYTES: {
     read: readInteger(16 * 1024 * 1024, 64 * 1024 * 1024 * 1024),
     fallback: defaultServerLimits.maxBodyBytes,
@@ -185,8 +180,6 @@ export const variables = named({
     example: 'plant-store',
   },
   JWT_OWNER_CLAIM: { read: readClaim, fallback: 'owner', example: 'tenant' },
-  JWT_CLOCK_TOLERANCE_S: { read: readInteger(0, 300), fallback: 5, example: '5' },
-  READINESS_TIMEOUT_MS: { read: readInteger(10, 60_000), fallback: 500, example: '500' },
   LOG_FORMAT: {
     read: readOneOf(['json', 'pretty'] as const),
     fallback: 'json' as 'json' | 'pretty',
@@ -212,11 +205,6 @@ export const variables = named({
     read: readOneOf(['memory', 'redis'] as const),
     fallback: 'memory' as 'memory' | 'redis',
     example: 'redis',
-  },
-  RATE_LIMIT_TIMEOUT_MS: {
-    read: readInteger(10, 60_000),
-    fallback: 500,
-    example: '500',
   },
   AUTH_TOKENS: {
     read: readAuthTokens,

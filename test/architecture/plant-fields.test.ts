@@ -10,14 +10,7 @@ import { toResponse } from '../../adapters/http/api/failures.js';
 import { openApiDocument } from '../../adapters/http/api/openapi.js';
 import { WORST_CASE_BYTES_PER_PLANT } from '../../adapters/storage/memory/capacity.js';
 import { decodeStored } from '../../adapters/storage/mongodb/plant-document.js';
-import {
-  PLANT_FIELDS,
-  PLANT_FIELD_NAMES,
-  plant,
-  samePlant,
-  type Plant,
-  type PlantId,
-} from '../../domain/plant.js';
+import { PLANT_FIELDS, PLANT_FIELD_NAMES, plant, samePlant, type Plant, type PlantId } from '../../domain/plant.js';
 
 /**
  * A plant's fields are declared once (PLANT_FIELDS, domain/plant.ts) and every other place derives them. The first

@@ -14,12 +14,9 @@ export default tseslint.config(
       // rewrite, and these lines go with it.
       'adapters/storage/mongodb/**',
       'test/adapters/mongodb-*',
-      'test/adapters/owner-slots.test.ts',
       'test/bootstrap/quota-processes.test.ts',
       'test/scale/**',
       'bench/creates.ts',
-      'bench/storage-scale.ts',
-      'bench/command-proxy.ts',
     ],
   },
   {

@@ -15,6 +15,7 @@ export default tseslint.config(
       'adapters/storage/mongodb/**',
       'test/adapters/mongodb-*',
       'test/bootstrap/quota-processes.test.ts',
+      'test/bootstrap/storage-cli.test.ts',
       'test/scale/**',
       'bench/creates.ts',
     ],

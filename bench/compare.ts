@@ -9,12 +9,10 @@
  * machine, where a round's load touches every server of the round alike). RATE=<req/s> drives each server with an
  * open load at that rate instead of saturating it (see `rate` below).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
+import { basename, join, resolve } from 'node:path';
 import { freePort } from '../harness/servers.js';
-import { cpuSecondsOf } from './cpu.js';
-import { serviceEnv, TOKEN } from './service-env.js';
+import { dist, median, runLoad, serviceEnv, startServer, TOKEN } from './harness.js';
 
 const args = process.argv.slice(2);
 const firstOption = args.findIndex((a) => /^(get|post|both|\d+(\.\d+)?)$/.test(a));
@@ -22,20 +20,14 @@ const targets = (firstOption < 0 ? args : args.slice(0, firstOption)).map((t) =>
 const [which = 'both', roundsArg = '5', secondsArg = '5'] = firstOption < 0 ? [] : args.slice(firstOption);
 const rounds = Number(roundsArg);
 const seconds = Number(secondsArg);
-const here = join(dirname(fileURLToPath(import.meta.url)), '..');
 /**
  * RATE=<req/s>: every server gets the same open load at that rate instead of as many requests as it serves. Saturated,
  * a slower server also pays the kernel's cost of waking the load generator on more of its writes (it finds it idle
  * more often), which a server answering at the same rate does not.
  */
 const rate = process.env['RATE'] === undefined ? undefined : Number(process.env['RATE']);
-const project = resolve(here, '..');
+const project = resolve(dist, '..');
 if (targets.length < 2) throw new Error('usage: compare.js <A> <B> [<C> ...] [get|post|both] [rounds] [seconds]');
-
-const children: ChildProcess[] = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
-// Stopped by a signal: 'exit' then runs too, so the servers it started go with it.
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
 
 interface Target {
   readonly name: string;
@@ -46,19 +38,11 @@ interface Target {
 const start = async (target: string, name: string): Promise<Target> => {
   const port = await freePort();
   const reference = target.endsWith('.mjs');
-  const child = spawn(process.execPath, [reference ? target : join(target, 'bootstrap/main.js')], {
-    env: { PATH: process.env['PATH'] ?? '', ...serviceEnv(port), PROJECT: project },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  children.push(child);
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).status < 600) break;
-    } catch {
-      if (i > 100) throw new Error(`${target} did not start`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  const child = await startServer(
+    [reference ? target : join(target, 'bootstrap/main.js')],
+    { ...serviceEnv(port), PROJECT: project },
+    port,
+  );
   for (let id = 0; id < 1000; id++) {
     const res = await fetch(`http://127.0.0.1:${port}/plants`, {
       method: 'POST',
@@ -71,35 +55,19 @@ const start = async (target: string, name: string): Promise<Target> => {
   return { name, port, child };
 };
 
-const drive = (server: Target, method: 'GET' | 'POST', secs: number, firstId: number) =>
-  new Promise<{ rps: number; cpuUs: number; bad: number }>((resolveLoad, reject) => {
-    const spec = {
-      url: `http://127.0.0.1:${server.port}${method === 'GET' ? '/plants?limit=20' : '/plants'}`,
-      token: TOKEN,
-      method,
-      seconds: secs,
-      connections: 32,
-      firstId,
-      ...(rate === undefined ? {} : { rate }),
-    };
-    const before = cpuSecondsOf(server.child.pid) ?? 0;
-    const child = spawn(process.execPath, [join(here, 'bench/load.js'), JSON.stringify(spec)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) => {
-      if (code !== 0) return reject(new Error(`load exited ${code}`));
-      const r = JSON.parse(out) as { rps: number; requests: number; bad: number };
-      const cpuUs = (((cpuSecondsOf(server.child.pid) ?? 0) - before) * 1e6) / r.requests;
-      resolveLoad({ rps: r.rps, cpuUs, bad: r.bad });
-    });
-  });
-
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+const drive = async (server: Target, method: 'GET' | 'POST', secs: number, firstId: number) => {
+  const url = `http://127.0.0.1:${server.port}${method === 'GET' ? '/plants?limit=20' : '/plants'}`;
+  const spec = {
+    url,
+    token: TOKEN,
+    method,
+    seconds: secs,
+    connections: 32,
+    firstId,
+    ...(rate === undefined ? {} : { rate }),
+  };
+  const r = await runLoad(spec, server.child);
+  return { rps: r.rps, cpuUs: r.cpuUs ?? NaN, bad: r.bad };
 };
 
 const names = targets.map((_, i) => String.fromCharCode(65 + i));

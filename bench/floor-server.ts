@@ -17,7 +17,7 @@ const server = createServer((req, res) => {
     return;
   }
   let plants = owners.get(owner);
-  if (plants === undefined) owners.set(owner, (plants = new Map()));
+  if (plants === undefined) owners.set(owner, (plants = new Map<string, { name: string; tag?: string }>()));
   if (req.method === 'GET') {
     const limit = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('limit') ?? 100);
     const page: Array<{ name: string; tag?: string }> = [];

@@ -16,10 +16,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { freePort } from '../harness/servers.js';
-import { serviceEnv, TOKEN } from './service-env.js';
+import { dist as here, serviceEnv, TOKEN } from './harness.js';
 
 const route = process.argv[2] === 'post' ? 'POST' : 'GET';
 const target = resolve(process.argv[3] ?? '');
@@ -42,7 +41,6 @@ const nodeFlags = (process.env['NODE_FLAGS'] ?? '--single-threaded').split(' ').
  * branches, and 1.33 times its CPU time (docs/performance.md, round 6). Slower than a plain count (about 1.5 times).
  */
 const cacheSim = process.env['CACHE_SIM'] === '1';
-const here = join(dirname(fileURLToPath(import.meta.url)), '..');
 const project = resolve(here, '..');
 
 const workDir = mkdtempSync(join(tmpdir(), 'plant-store-callgrind-'));
@@ -110,7 +108,11 @@ const drive = (amount: number, firstId: number) =>
     children.push(child);
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) => (code === 0 ? resolveLoad(JSON.parse(out)) : reject(new Error(`load exited ${code}`))));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolveLoad(JSON.parse(out) as { requests: number; bad: number })
+        : reject(new Error(`load exited ${code}`)),
+    );
   });
 
 const control = (...args: string[]) => {

@@ -11,7 +11,7 @@ const withIgnoredMembers = (bytes: number): string => {
   let text = '';
   for (let day = 0; ; day++) {
     notes.push({ day, text: `watered at ${day % 24}:00, leaves fine`, ok: true });
-    const next = JSON.stringify({ id: 9007199254740993, name: 'Fern', notes });
+    const next = `{"id":9007199254740993,${JSON.stringify({ name: 'Fern', notes }).slice(1)}`;
     if (next.length > bytes) return text;
     text = next;
   }

@@ -7,14 +7,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
 import { encodeCursor } from '../adapters/http/api/codecs.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
-import { cpuSecondsOf } from './cpu.js';
+import { dist, median, runLoad, seed, serviceEnv, startServer, stopServer, TOKEN, type Load } from './harness.js';
 import { jsonParseCost } from './json-parse.js';
-import { serviceEnv, TOKEN } from './service-env.js';
 import type { PlantId } from '../domain/plant.js';
 import { freePort, redisBinary, startRedis } from '../harness/servers.js';
 
@@ -56,84 +54,20 @@ const plan: {
       probe: 5000,
       heapCount: 1_000_000,
     };
-const dist = join(dirname(fileURLToPath(import.meta.url)), '..');
-
-interface Load {
-  rps: number;
-  p50: number;
-  p99: number;
-  /** Answered. */
-  requests: number;
-  sent: number;
-  /** Answered 2xx. */
-  ok: number;
-  bad: number;
-  /** The server's own CPU time (user + system) over the load, per request served, in µs; undefined without /proc. */
-  cpuUs?: number;
-}
-
-const children: ChildProcess[] = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
-
-const startProcess = async (args: string[], env: Record<string, string>, port: number): Promise<ChildProcess> => {
-  const child = spawn(process.execPath, args, {
-    env: { PATH: process.env['PATH'] ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  children.push(child);
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).status < 500) return child;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${args.join(' ')} did not start`);
-};
-
-const stopProcess = async (child: ChildProcess) => {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-};
 
 /** The service as operators run it: bootstrap/main.js, memory storage, pino at info with logs to /dev/null. */
 const startService = async (extraEnv: Record<string, string> = {}) => {
   const port = await freePort();
   const env = { ...serviceEnv(port), ...extraEnv };
-  return { port, child: await startProcess([join(dist, 'bootstrap/main.js')], env, port) };
+  return { port, child: await startServer([join(dist, 'bootstrap/main.js')], env, port) };
 };
 
 const startFloor = async () => {
   const port = await freePort();
-  return { port, child: await startProcess([join(dist, 'bench/floor-server.js'), String(port), TOKEN], {}, port) };
+  return { port, child: await startServer([join(dist, 'bench/floor-server.js'), String(port), TOKEN], {}, port) };
 };
 
-const seed = async (port: number, count: number, token = TOKEN) => {
-  let next = 0;
-  const worker = async () => {
-    while (next < count) {
-      const id = next++;
-      const res = await fetch(`http://127.0.0.1:${port}/plants`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: `{"id":${id},"name":"plant ${id}","tag":"seed"}`,
-      });
-      if (res.status !== 200) throw new Error(`seeding answered ${res.status}`);
-      await res.arrayBuffer();
-    }
-  };
-  await Promise.all(Array.from({ length: 16 }, worker));
-};
-
-/**
- * Drives one target from a load process of its own. With `server`, the server process's CPU time is read before the
- * load process starts and after it has exited (the server is idle in between, apart from the load) and divided by
- * the requests served.
- */
+/** One load on a target, with the plan's duration, connections and (in a smoke run) amount. */
 const load = (
   spec: {
     url: string;
@@ -145,30 +79,16 @@ const load = (
   },
   server?: ChildProcess,
 ): Promise<Load> =>
-  new Promise((resolve, reject) => {
-    const args = {
+  runLoad(
+    {
       token: TOKEN,
       seconds: plan.seconds,
       connections: plan.connections,
       ...(plan.amount === undefined || spec.probe !== undefined ? {} : { amount: plan.amount }),
       ...spec,
-    };
-    const cpuBefore = cpuSecondsOf(server?.pid);
-    const child = spawn(process.execPath, [join(dist, 'bench/load.js'), JSON.stringify(args)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) => {
-      if (code !== 0) return reject(new Error(`load exited ${code}`));
-      const result = JSON.parse(out) as Load;
-      const cpuAfter = cpuSecondsOf(server?.pid);
-      if (cpuBefore !== undefined && cpuAfter !== undefined && result.requests > 0) {
-        result.cpuUs = ((cpuAfter - cpuBefore) * 1e6) / result.requests;
-      }
-      resolve(result);
-    });
-  });
+    },
+    server,
+  );
 
 /** The service's own count of the requests it answered on `route` for `method`, by status (http_requests_total). */
 const countedBy = async (port: number, method: string, route: string): Promise<Map<string, number>> => {
@@ -209,11 +129,6 @@ const counted = async (
   return l;
 };
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 const fmtCpu = (us: number | undefined) => (us === undefined ? '   n/a' : us.toFixed(1).padStart(6));
 const fmt = (l: Load) =>
   `${l.rps.toFixed(0).padStart(7)} req/s  p50 ${String(l.p50).padStart(3)} ms  p99 ${String(l.p99).padStart(3)} ms  cpu ${fmtCpu(l.cpuUs)} µs/req${l.bad ? `  (${l.bad} non-2xx/errors)` : ''}`;
@@ -274,7 +189,7 @@ const sideBySide = async () => {
       `  median cpu per request: service ${fmtCpu(c.service).trim()} µs, floor ${fmtCpu(c.floor).trim()} µs, floor/service ${cpu[label]?.ratio?.toFixed(2) ?? 'n/a'} (median of the rounds' own ratios ${medianOf(cpuRatios)?.toFixed(2) ?? 'n/a'})`,
     );
   }
-  await Promise.all([stopProcess(service.child), stopProcess(floor.child)]);
+  await Promise.all([stopServer(service.child), stopServer(floor.child)]);
   return { medians, cpu };
 };
 
@@ -285,7 +200,7 @@ const listScaling = async () => {
   const p50s: number[] = [];
   for (const count of plan.scale) {
     const port = await freePort();
-    const child = await startProcess(
+    const child = await startServer(
       [join(dist, 'bench/seeded-service.js'), String(port), String(count), TOKEN],
       {},
       port,
@@ -300,7 +215,7 @@ const listScaling = async () => {
     console.log(
       `  list p50 at ${String(count).padStart(9)} plants: ${l.p50.toFixed(3)} ms (p99 ${l.p99.toFixed(3)} ms)`,
     );
-    await stopProcess(child);
+    await stopServer(child);
   }
   console.log(
     `  ratio p50 at ${plan.scale[1]} / at ${plan.scale[0]}: ${((p50s[1] ?? 0) / Math.max(p50s[0] ?? 1, 0.001)).toFixed(2)}`,
@@ -376,7 +291,7 @@ const redisAuth = async () => {
   console.log(
     `  median cpu per request: static ${fmtCpu(staticCpu).trim()} µs, redis cache on ${fmtCpu(cachedCpu).trim()} µs, cache off ${fmtCpu(uncachedCpu).trim()} µs (the service process only)`,
   );
-  await Promise.all(started.map((s) => stopProcess(s.child)));
+  await Promise.all(started.map((s) => stopServer(s.child)));
   await closeRedis(redis);
   await server.dispose();
 };

@@ -24,8 +24,6 @@ export interface Config {
   readonly maxPlantsPerOwner: number;
   readonly auth: AuthConfig;
   readonly rateLimit: RateLimitConfig;
-  /** Bound on a /readyz answer. */
-  readonly readinessTimeoutMs: number;
   readonly logFormat: 'json' | 'pretty';
   /** A separate listener for /metrics; undefined: /metrics is served on PORT. */
   readonly metricsPort: number | undefined;
@@ -44,8 +42,20 @@ export interface TracingConfig {
   readonly maxQueueSize: number;
 }
 
-/** Limits of the HTTP server that are configured (see adapters/http/server/server.ts); the rest keep their defaults. */
-export type ServerLimitsConfig = Omit<ServerLimits, 'lingerMs' | 'lingerBytes'>;
+/**
+ * Limits of the HTTP server that are configured (see adapters/http/server/server-limits.ts); the rest keep their
+ * defaults, documented there: how long a client may hold an unread response without progress (`unsentStallMs`) and
+ * how a closing connection lingers are the server's own judgement, not a capacity an operator sizes.
+ */
+export type ServerLimitsConfig = Omit<ServerLimits, 'lingerMs' | 'lingerBytes' | 'unsentStallMs'>;
+
+/**
+ * Constants rather than variables: no deployment has a reason to turn them. A Redis rate-limit call past this bound
+ * lets the request through (a slow limiter must not slow every request); 500 ms is far above a Redis round trip.
+ */
+export const RATE_LIMIT_TIMEOUT_MS = 500;
+/** Clock skew allowed on a JWT's `exp` and `nbf`: synchronised clocks differ by far less. */
+export const JWT_CLOCK_TOLERANCE_SECONDS = 5;
 
 export type AuthConfig =
   | { readonly kind: 'static'; readonly tokens: readonly StaticTokenEntry[] | undefined }
@@ -109,9 +119,8 @@ export const loadConfig = (env: Env): Config => {
       windowMs: get(env, variables.RATE_LIMIT_WINDOW_MS),
       store: get(env, variables.RATE_LIMIT_STORE),
       redisUrl: get(env, variables.REDIS_URL),
-      timeoutMs: get(env, variables.RATE_LIMIT_TIMEOUT_MS),
+      timeoutMs: RATE_LIMIT_TIMEOUT_MS,
     },
-    readinessTimeoutMs: get(env, variables.READINESS_TIMEOUT_MS),
     logFormat: get(env, variables.LOG_FORMAT),
     metricsPort,
     corsOrigins: get(env, variables.CORS_ORIGINS),
@@ -150,7 +159,6 @@ const loadServerLimits = (env: Env): ServerLimitsConfig => {
     keepAliveTimeoutMs: get(env, variables.KEEP_ALIVE_TIMEOUT_MS),
     idleTimeoutMs: get(env, variables.IDLE_TIMEOUT_MS),
     maxUnsentBytes: get(env, variables.MAX_UNSENT_BYTES),
-    unsentStallMs: get(env, variables.UNSENT_STALL_MS),
     maxBodyBytes: get(env, variables.MAX_BODY_BYTES),
   };
 };
@@ -190,7 +198,7 @@ const loadAuth = (env: Env): AuthConfig => {
         ...(issuer === undefined ? {} : { issuer }),
         ...(audience === undefined ? {} : { audience }),
         ownerClaim: get(env, variables.JWT_OWNER_CLAIM),
-        clockToleranceSeconds: get(env, variables.JWT_CLOCK_TOLERANCE_S),
+        clockToleranceSeconds: JWT_CLOCK_TOLERANCE_SECONDS,
         timeoutMs: get(env, variables.AUTH_TIMEOUT_MS),
       };
     }

@@ -230,7 +230,6 @@ const main = async (): Promise<void> => {
       metrics: metrics.http,
       ...(config.metricsPort === undefined ? { metricsEndpoint: metrics.exposition } : {}),
       ...(config.corsOrigins === undefined ? {} : { cors: corsPolicy(config.corsOrigins) }),
-      readinessTimeoutMs: config.readinessTimeoutMs,
       maxPlantsPerOwner: config.maxPlantsPerOwner,
     },
     { ...defaultServerLimits, ...config.serverLimits },

@@ -4,7 +4,7 @@ import type { RedisOptions } from 'ioredis';
 import * as E from 'fp-ts/lib/Either.js';
 import type { TokenGrant } from '../adapters/tokens/redis/redis-token-store.js';
 import { Owner } from '../domain/plant.js';
-import { isScope, type Scope } from '../domain/principal.js';
+import { isScope } from '../domain/principal.js';
 import { isBearerToken } from '../domain/principal.js';
 import { hasControlCharacter } from '../domain/plant.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -77,7 +77,7 @@ const decodeArgs = (args: string[], options: readonly string[]) => {
       options: {
         help: { type: 'boolean', short: 'h' },
         ...Object.fromEntries(options.map((name) => [name, { type: 'string', multiple: true }])),
-      } as Record<string, { type: 'string'; multiple: true } | { type: 'boolean'; short: 'h' }>,
+      },
     });
   } catch (e) {
     throw new UsageError(e instanceof Error ? e.message : String(e));
@@ -126,7 +126,7 @@ const parseCommand = (argv: string[]): Command => {
       throw new UsageError('--ttl must be a whole number of seconds from 1 to 315360000');
     }
   }
-  const grant: TokenGrant = { owner: owner.right, subject, scopes: [...new Set(scopes as Scope[])] };
+  const grant: TokenGrant = { owner: owner.right, subject, scopes: [...new Set(scopes)] };
   return { kind: 'issue', grant: ttlSeconds === undefined ? grant : { ...grant, ttlSeconds } };
 };
 

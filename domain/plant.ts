@@ -56,7 +56,7 @@ export const PlantId = {
 const NON_BLANK = /\S/u;
 // Control characters are C0 (U+0000..U+001F) and DEL (U+007F). C1 controls and format characters are allowed,
 // as the contract names only these.
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- matching control characters is this expression's purpose
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** Whether the text holds a control character (the rule of plant fields, owners and subjects alike). */

@@ -118,7 +118,7 @@ interface Launch {
 /** The processes below `pid` (Linux, from /proc; elsewhere none). */
 const descendantsOf = (pid: number): number[] => {
   const parents = new Map<number, number>();
-  let entries: string[] = [];
+  let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {

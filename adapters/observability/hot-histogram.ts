@@ -30,9 +30,7 @@ interface HistogramJson {
  * (`child`, cached by the caller) and an observation is then a bucket search and three additions. Buckets are made
  * cumulative, and `_sum`, `_count` and `le="+Inf"` added, only when scraped.
  *
- * Why it stays beside prom-client's Histogram: measured side by side against prom-client's `observe(labels, value)`
- * (bench/compare, 5 rounds of 4 s, 2026-11-23), server CPU per request 36.2 -> 39.8 µs for GET /plants?limit=20
- * (+10%) and 35.1 -> 39.0 µs for POST (+11%) without it.
+ * It stays beside prom-client's Histogram because it pays about a tenth of a request's CPU (docs/performance.md).
  *
  * prom-client formats and serves it through its public API only (`exposition`): its values go to
  * `AggregatorRegistry.aggregate`, which builds a registry from metrics in `getMetricsAsJSON()` form (what cluster

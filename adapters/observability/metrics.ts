@@ -150,9 +150,10 @@ export const serviceMetrics = ({
     http: {
       observe: (method, route, status, seconds) => {
         let byMethod = httpChildren.get(route);
-        if (byMethod === undefined) httpChildren.set(route, (byMethod = new Map()));
+        if (byMethod === undefined)
+          httpChildren.set(route, (byMethod = new Map<string, Map<number, HistogramChild>>()));
         let byStatus = byMethod.get(method);
-        if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+        if (byStatus === undefined) byMethod.set(method, (byStatus = new Map<number, HistogramChild>()));
         let child = byStatus.get(status);
         if (child === undefined) {
           const labels = { method, route: templateOf(route), status: String(status) };
@@ -176,9 +177,10 @@ export const serviceMetrics = ({
     backends: {
       observeCall: (backend, operation, outcome, seconds) => {
         let byOperation = callChildren.get(backend);
-        if (byOperation === undefined) callChildren.set(backend, (byOperation = new Map()));
+        if (byOperation === undefined)
+          callChildren.set(backend, (byOperation = new Map<string, Map<CallOutcome, HistogramChild>>()));
         let byOutcome = byOperation.get(operation);
-        if (byOutcome === undefined) byOperation.set(operation, (byOutcome = new Map()));
+        if (byOutcome === undefined) byOperation.set(operation, (byOutcome = new Map<CallOutcome, HistogramChild>()));
         let child = byOutcome.get(outcome);
         if (child === undefined) {
           child = backendCalls.child({ backend: labelOf(backend), operation, outcome });

@@ -172,7 +172,7 @@ export const readPem = (raw: string) => {
 };
 
 export const readClaim = (raw: string) =>
-  /^[A-Za-z0-9_:.\/-]{1,100}$/.test(raw) ? E.right(raw) : E.left('must be a claim name');
+  /^[A-Za-z0-9_:./-]{1,100}$/.test(raw) ? E.right(raw) : E.left('must be a claim name');
 export const readText = (raw: string) =>
   raw.length <= 1000 ? E.right(raw) : E.left('must be at most 1000 characters');
 

@@ -55,7 +55,7 @@ const unitText = (unit: string, style: number): string => {
   const isSurrogate = code >= 0xd800 && code <= 0xdfff;
   const rawAllowed = code >= 0x20 && unit !== '"' && unit !== '\\' && !isSurrogate;
   if (rawAllowed && style % 3 !== 0) return unit;
-  if (SHORT_ESCAPES[unit] !== undefined && style % 2 === 0) return SHORT_ESCAPES[unit] as string;
+  if (SHORT_ESCAPES[unit] !== undefined && style % 2 === 0) return SHORT_ESCAPES[unit];
   return `\\u${hex4(code, style % 5 === 0)}`;
 };
 

@@ -132,10 +132,10 @@ test('with the cache on, a revocation by another client (the CLI) is refused at 
     const revokedAt = performance.now();
     assert.ok(await right(cli.revoke(token)));
     // Redis sends the invalidation before it answers the DEL, but on another connection: in this one process the
-    // DEL's answer can be read first, so the test allows the invalidation its flight time. "At once" is bounded
-    // generously (5 s, for a loaded machine), still far from the 60 s cache TTL a store without invalidation serves.
+    // DEL's answer can be read first, so the test allows the invalidation its flight time: what it holds is the order,
+    // refused while the cached entry is still live (before half its 60 s TTL), not a speed.
     while (O.isSome(await right(service.verifier.verify(token)))) {
-      assert.ok(performance.now() - revokedAt < 5000, 'refused within 5 s of the revocation (cache TTL 60 s)');
+      assert.ok(performance.now() - revokedAt < 30_000, 'refused while the cache entry is live (TTL 60 s)');
       await new Promise((r) => setImmediate(r));
     }
   } finally {

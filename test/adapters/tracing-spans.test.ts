@@ -47,7 +47,13 @@ const request = (method: string, path: string, headers: Record<string, string> =
 });
 const byName = (name: string): ReadableSpan => {
   const span = exporter.getFinishedSpans().find((s) => s.name === name);
-  assert.ok(span !== undefined, `a span named ${name}: ${exporter.getFinishedSpans().map((s) => s.name)}`);
+  assert.ok(
+    span !== undefined,
+    `a span named ${name}: ${exporter
+      .getFinishedSpans()
+      .map((s) => s.name)
+      .join(', ')}`,
+  );
   return span;
 };
 

@@ -35,7 +35,6 @@ test('the token store and the rate limiter each hold a Redis connection of their
     AUTH_TIMEOUT_MS: '3000',
     RATE_LIMIT_MAX: '100',
     RATE_LIMIT_STORE: 'redis',
-    RATE_LIMIT_TIMEOUT_MS: '300',
   });
   const backends = await connectBackends(config, silentLogger);
   try {

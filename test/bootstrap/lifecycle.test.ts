@@ -111,20 +111,16 @@ test('/readyz answers within its bound when storage accepts connections and neve
     ...base,
     STORAGE: 'mongodb',
     MONGODB_URI: `mongodb://127.0.0.1:${mongo.port}`,
-    STORAGE_TIMEOUT_MS: '10000',
-    READINESS_TIMEOUT_MS: '250',
+    STORAGE_TIMEOUT_MS: '60000',
   });
   try {
     const port = await listening(svc);
     for (let i = 0; i < 3; i++) {
-      const sent = performance.now();
-      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
-      const ms = performance.now() - sent;
+      // Answered by the readiness bound (500 ms), not by storage's own (60 s here): the request gives up at half of
+      // storage's, so only the readiness bound can answer it, with room for a loaded machine.
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(30_000) });
       assert.is(res.status, 503);
       assert.equal(await res.json(), { error: 503, message: 'not ready: storage does not answer' });
-      // The time is the contract: the readiness bound (250 ms here), not storage's own (10 s). The bound asserted is
-      // far from both, so that a loaded machine cannot fail it and an answer waiting on storage's bound still does.
-      assert.ok(ms < 5000, `answered in ${Math.round(ms)} ms, within 5 s (readiness bound 250 ms, storage's 10 s)`);
     }
   } finally {
     svc.child.kill('SIGKILL');

@@ -1,7 +1,6 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { distRoot } from '../support/process.js';
@@ -15,7 +14,7 @@ const startWithStuckReader = async () => {
   const child = spawn(process.execPath, [join(distRoot, 'bootstrap/main.js')], {
     env: { PATH: process.env['PATH'] ?? '', PORT: '0', HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
-  }) as ChildProcessByStdio<null, Readable, Readable>;
+  });
   let out = '';
   let err = '';
   child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));

@@ -39,12 +39,18 @@ test('serves plants from MongoDB, with the unique (owner, id) index created at s
     assert.is(created.status, 200);
     assert.is(await (await fetch(`${base}/plants`, { headers })).text(), '[{"name":"Fern"}]');
     assert.is((await fetch(`${base}/readyz`)).status, 200);
-    const indexes = await admin.db(db).collection(COLLECTION).listIndexes().toArray();
+    const indexes = (await admin.db(db).collection(COLLECTION).listIndexes().toArray()) as Array<
+      Record<string, unknown>
+    >;
     const unique = indexes.find((i) => i['name'] === INDEX_NAME);
     assert.equal(unique?.['key'], { owner: 1, id: 1 });
     assert.is(unique?.['unique'], true);
     const doc = await admin.db(db).collection(COLLECTION).findOne({ owner: 'acme' }, { promoteLongs: false });
-    assert.is(doc?.['id']?._bsontype, 'Long', 'the id is stored as a BSON int64');
+    assert.is(
+      (doc?.['id'] as { _bsontype?: string } | undefined)?._bsontype,
+      'Long',
+      'the id is stored as a BSON int64',
+    );
     assert.is(String(doc?.['id']), '9007199254740993');
   } finally {
     svc.child.kill('SIGTERM');
@@ -81,7 +87,9 @@ test('started while MongoDB is down: it listens, answers 503 and /readyz 503, th
       timeoutMs: 20_000,
       everyMs: 100,
     });
-    const indexes = await admin.db('plantstore_late').collection(COLLECTION).listIndexes().toArray();
+    const indexes = (await admin.db('plantstore_late').collection(COLLECTION).listIndexes().toArray()) as Array<
+      Record<string, unknown>
+    >;
     assert.ok(
       indexes.some((i) => i['name'] === INDEX_NAME && i['unique'] === true),
       'the unique index was created',

@@ -95,7 +95,7 @@ test('bad arguments print the usage line and exit 2', async () => {
     assert.is(run.code, 2, args.join(' '));
     assert.match(
       run.stderr,
-      /\nusage: AUTH=redis REDIS_URL=\S+ npm run --silent token -- <command>\n  issue --owner <owner>/,
+      /\nusage: AUTH=redis REDIS_URL=\S+ npm run --silent token -- <command>\n {2}issue --owner <owner>/,
       args.join(' '),
     );
     assert.is(run.stdout, '');

@@ -260,8 +260,9 @@ browsing.test(
     const { svc, origin, browser } = browsing.subject(ctx);
     const page = await browser.newPage();
     await page.goto(`${origin}/`);
+    type Seen = { names: string[]; deleted: string; failure: [number, string, string | undefined] | string };
     // A string, so that tsc does not look for the page's module here.
-    const seen = (await page.evaluate(`(async () => {
+    const seen = await page.evaluate<Seen>(`(async () => {
     const { PlantStore, PlantStoreError } = await import('/client/index.js');
     const store = new PlantStore({ baseUrl: ${JSON.stringify(svc.base)}, token: ${JSON.stringify(svc.token.alice)} });
     await store.create({ id: 2n ** 53n, name: '2^53' });
@@ -275,7 +276,7 @@ browsing.test(
       deleted,
       failure: failure instanceof PlantStoreError ? [failure.status, failure.message, failure.requestId] : String(failure),
     };
-  })()`)) as { names: string[]; deleted: string; failure: [number, string, string | undefined] | string };
+  })()`);
     assert.equal(seen.names, ['2^53', '2^53 + 1'], 'both pages: the Link header is exposed to the page');
     assert.is(seen.deleted, 'deleted');
     assert.equal(seen.failure.slice(0, 2), [404, 'id: no plant with this id']);

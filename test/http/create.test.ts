@@ -246,7 +246,7 @@ for (const backend of storageBackends()) {
     ]);
     assert.is(res.status, 413);
     assert.is(res.headers['connection'], 'close');
-    assert.is(JSON.parse(res.body).error, 413);
+    assert.is((JSON.parse(res.body) as { error: number }).error, 413);
   });
 
   test('a chunked body is cut off at the limit with 413, without waiting for the rest', async ({ svc }) => {

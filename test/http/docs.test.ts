@@ -110,7 +110,9 @@ test('renders the reference from /openapi.json with no console error and no requ
   const res = await page.goto(`${svc.base}/docs`);
   assert.is(res?.status(), 200);
   await page.waitForSelector('.opblock-summary-path', { timeout: 30_000 });
-  const operations = await page.$$eval('.opblock-summary', (els) =>
+  // Runs in the page: its elements typed by what is read of them (the DOM's types are not in this project's lib).
+  type Element = { querySelector: (selector: string) => { textContent: string | null } | null };
+  const operations = await page.$$eval('.opblock-summary', (els: Element[]) =>
     els.map((e) => {
       const method = e.querySelector('.opblock-summary-method')?.textContent ?? '';
       const path = e.querySelector('.opblock-summary-path')?.textContent ?? '';

@@ -175,7 +175,7 @@ typescript.test(
       );
       const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
       await run(process.execPath, [tsc, '-p', dir]).catch((e: { stdout?: string }) => {
-        throw new Error(`the generated client does not typecheck:\n${e.stdout ?? String(e)}`);
+        throw new Error(`the generated client does not typecheck:\n${e.stdout ?? JSON.stringify(e)}`);
       });
       const { stdout } = await run(process.execPath, [join(dir, 'plants-client.js'), svc.base, svc.token.alice]);
       const seen = JSON.parse(stdout) as Seen;
@@ -201,7 +201,7 @@ const python = suiteWith(
   'a Python client generated with openapi-python-client',
   'skip' in pythonGenerator
     ? pythonGenerator
-    : async () => ({ ...(await (fresh as () => Promise<Subject>)()), bin: join(pythonGenerator.dir, 'bin') }),
+    : async () => ({ ...(await fresh()), bin: join(pythonGenerator.dir, 'bin') }),
 );
 
 python.test('generates every operation, creates, lists through the Link header and deletes', async (ctx) => {
@@ -242,9 +242,7 @@ const goGenerator = installed(
 );
 const go = suiteWith(
   'a Go client generated with oapi-codegen',
-  'skip' in goGenerator
-    ? goGenerator
-    : async () => ({ ...(await (fresh as () => Promise<Subject>)()), ...goGenerator }),
+  'skip' in goGenerator ? goGenerator : async () => ({ ...(await fresh()), ...goGenerator }),
 );
 
 go.test(
@@ -269,7 +267,7 @@ go.test(
       for (const f of ['go.mod', 'go.sum']) copyFileSync(join(tool, 'module', f), join(dir, f));
       writeFileSync(join(dir, 'main.go'), source);
       await run('go', ['vet', './...'], { cwd: dir, env }).catch((e: { stderr?: string }) => {
-        throw new Error(`the generated Go client does not vet:\n${e.stderr ?? String(e)}`);
+        throw new Error(`the generated Go client does not vet:\n${e.stderr ?? JSON.stringify(e)}`);
       });
       await run('go', ['build', '-o', 'plants-client', '.'], { cwd: dir, env });
     });
@@ -289,9 +287,7 @@ const openapiGenerator = installed(
 );
 const pythonOg = suiteWith(
   'a Python client generated with openapi-generator (-g python)',
-  'skip' in openapiGenerator
-    ? openapiGenerator
-    : async () => ({ ...(await (fresh as () => Promise<Subject>)()), ...openapiGenerator }),
+  'skip' in openapiGenerator ? openapiGenerator : async () => ({ ...(await fresh()), ...openapiGenerator }),
 );
 
 pythonOg.test('creates ids beyond 2^53, reads typed failures, lists through Link and deletes', async (ctx) => {

@@ -123,7 +123,7 @@ test('the OpenAPI document is served and writes the int64 bounds exactly', async
 test('a request line the server cannot route still gets a JSON 404', async ({ svc }) => {
   const res = await rawRequest(svc.port, ['GET //plants HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']);
   assert.is(res.status, 404);
-  assert.is(JSON.parse(res.body).error, 404);
+  assert.is((JSON.parse(res.body) as { error: number }).error, 404);
 });
 
 run();

@@ -77,7 +77,9 @@ const mongoPeers = async (uri: string): Promise<RepositoryUnderTest> => {
   const stores = instancesOn(uri, db, 3);
   const peers = stores.map((s) => s.repository) as [PlantRepository, PlantRepository, PlantRepository];
   const indexes = async (name: string) =>
-    (await admin.db(name).collection(COLLECTION).listIndexes().toArray()).map((i) => String(i['name']));
+    (await admin.db(name).collection(COLLECTION).listIndexes().toArray()).map((i) =>
+      String((i as { name: unknown }).name),
+    );
   const drift: StoreDrift = {
     dropQuotaIndex: async () => {
       await admin.db(db).collection(COLLECTION).dropIndex(SLOT_INDEX_NAME);

@@ -213,9 +213,8 @@ export const decodePathId = (raw: string | undefined): E.Either<FieldRuleBroken,
 /**
  * The Plant shape of the contract: every field of PLANT_FIELDS, never the id (an optional field only when present:
  * JSON.stringify leaves out a member whose value is undefined). A literal of one shape rather than
- * `({ id, ...shape }) => shape`: V8 builds an object rest through a generic builtin, a property at a time, which cost
- * about a twelfth of the instructions of a 20-plant page (h30b's callgrind, 2026-11-25); in a loop over the field
- * names it is no faster. Its type lists every field of PLANT_FIELDS, so a field added there and not here is a type
+ * `({ id, ...shape }) => shape`: V8 builds an object rest through a generic builtin, a property at a time, about a
+ * twelfth of a 20-plant page's instructions (docs/performance.md); a loop over the field names is no faster. Its type lists every field of PLANT_FIELDS, so a field added there and not here is a type
  * error (docs/architecture.md counts this place).
  */
 const contractShape = (p: Plant): { readonly [K in PlantField]: Plant[K] } => ({ name: p.name, tag: p.tag });
@@ -225,7 +224,7 @@ export const plantJson = (p: Plant): string => JSON.stringify(contractShape(p));
 /**
  * The shapes are pushed one by one into a packed array rather than `plants.map(contractShape)`: in the server, `map`'s
  * result reached JSON.stringify holey, and JSON.stringify walks a holey array on its slow path, an element lookup at a
- * time (callgrind, GET of 20 plants, 2026-11-25: about 3,100 instructions a request, 1.7%; docs/performance.md).
+ * time (docs/performance.md).
  */
 export const plantsJson = (plants: readonly Plant[]): string => {
   const shapes: Array<ReturnType<typeof contractShape>> = [];

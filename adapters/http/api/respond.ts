@@ -4,6 +4,7 @@ import type { RateDecision } from '../../../application/application.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { Principal } from '../../../domain/principal.js';
 import { rejectionReason } from './auth-log.js';
+import { answerFailure, logRequest, responseFields, type Edge } from '../server/answer.js';
 import type { CorsPolicy } from '../server/cors.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
 import type { HttpMetrics } from '../server/metrics.js';
@@ -33,7 +34,6 @@ export interface Caller {
 
 export type Handler = (req: Exchange, res: ServerResponse) => Promise<void> | void;
 
-const JSON_TYPE = 'application/json; charset=utf-8';
 /**
  * A body longer than this is encoded to bytes before it is written. A string the socket cannot send at once stays in
  * the heap as a string (a page of four-byte characters as two-byte UTF-16: twice its bytes) and is counted in
@@ -59,8 +59,8 @@ export const exchangeOf = (req: Request, route: string): Exchange => {
  */
 export interface Responder {
   /**
-   * Every response leaves through here: the common headers (a given content-type or cache-control wins), one
-   * writeHead, then one metrics observation and one log line.
+   * Every response leaves through here: the contract's fields (server/answer.ts; a given content-type or
+   * cache-control wins), one writeHead, then one metrics observation and one log line.
    */
   readonly send: (
     req: Exchange,
@@ -100,77 +100,92 @@ export interface ResponderSettings {
 }
 
 export const responder = ({ logger, metrics, cors }: ResponderSettings): Responder => {
+  const edge: Edge = { logger, cors };
+  const elapsedMs = (req: Exchange): number => performance.now() - req.startedAt;
+  const observe = (req: Exchange, status: number, ms: number): void =>
+    metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);
+  /** The headers a response carries for its caller: its RateLimit fields when a limit applies, then `headers`. */
+  const withRate = (
+    caller: Caller | undefined,
+    headers: Readonly<Record<string, string>> | undefined,
+  ): Readonly<Record<string, string>> | undefined =>
+    caller?.rate === undefined ? headers : { ...rateLimitHeaders(caller.rate), ...headers };
+  /** Whether the exchange can no longer be answered: logged as closed before its answer instead. */
+  const gone = (req: Exchange, res: ServerResponse, caller: Caller | undefined, status: number): boolean => {
+    if (res.headersSent) return true;
+    // The socket too: one destroyed by the shutdown's cut is not yet reported on the response (its 'close' comes later).
+    if (!res.destroyed && !req.socket.destroyed) return false;
+    closed(req, res, caller, status);
+    return true;
+  };
+
   const closed: Responder['closed'] = (req, res, caller, answer) => {
     if (req.closedLogged === true || res.headersSent) return;
     req.closedLogged = true;
-    const ms = performance.now() - req.startedAt;
-    metrics?.observe(req.method ?? 'GET', req.route, CLOSED_BEFORE_ANSWER, ms / 1000);
+    const ms = elapsedMs(req);
+    observe(req, CLOSED_BEFORE_ANSWER, ms);
     req.trace?.end(req.route, CLOSED_BEFORE_ANSWER);
-    logger.info(
-      {
-        reqId: req.id,
-        method: req.method,
-        route: req.route,
-        status: CLOSED_BEFORE_ANSWER,
-        answer,
-        ms: Math.round(ms * 100) / 100,
-        owner: caller?.principal.owner,
-        trace_id: req.trace?.traceId,
-        span_id: req.trace?.spanId,
-      },
-      'request',
-    );
+    logRequest(logger, {
+      reqId: req.id,
+      method: req.method,
+      route: req.route,
+      status: CLOSED_BEFORE_ANSWER,
+      answer,
+      ms: Math.round(ms * 100) / 100,
+      owner: caller?.principal.owner,
+      trace_id: req.trace?.traceId,
+      span_id: req.trace?.spanId,
+    });
   };
   const send: Responder['send'] = (req, res, caller, status, body, headers, rejected) => {
-    if (res.headersSent) return;
-    // The socket too: one destroyed by the shutdown's cut is not yet reported on the response (its 'close' comes later).
-    if (res.destroyed || req.socket.destroyed) return closed(req, res, caller, status);
-    // One flat header list and one writeHead: cheaper than a setHeader per field.
-    const fields: string[] = ['X-Request-Id', req.id, 'X-Content-Type-Options', 'nosniff'];
-    if (headers?.['Cache-Control'] === undefined) fields.push('Cache-Control', 'no-store');
-    if (cors !== undefined) cors.addResponseFields(req.headers.origin, fields);
-    if (caller?.rate !== undefined) {
-      const rate = rateLimitHeaders(caller.rate);
-      for (const name in rate) fields.push(name, rate[name] as string);
-    }
-    if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
-    if (body === undefined) res.writeHead(status, fields).end();
-    else {
-      const bytes = typeof body === 'string' && body.length > ENCODE_ABOVE ? Buffer.from(body) : body;
-      if (headers?.['Content-Type'] === undefined) fields.push('Content-Type', JSON_TYPE);
-      fields.push('Content-Length', String(Buffer.byteLength(bytes)));
-      res.writeHead(status, fields).end(bytes);
-    }
-    const ms = performance.now() - req.startedAt;
-    metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);
+    if (gone(req, res, caller, status)) return;
+    const bytes = typeof body === 'string' && body.length > ENCODE_ABOVE ? Buffer.from(body) : body;
+    const fields = responseFields(edge, { id: req.id, origin: req.headers.origin }, withRate(caller, headers), bytes);
+    res.writeHead(status, fields).end(bytes);
+    const ms = elapsedMs(req);
+    observe(req, status, ms);
     req.trace?.end(req.route, status);
-    logger.info(
-      {
-        reqId: req.id,
-        method: req.method,
-        route: req.route,
-        status,
-        ms: Math.round(ms * 100) / 100,
-        owner: caller?.principal.owner,
-        rejected, // pino leaves out a member whose value is undefined, as `owner` above
-        trace_id: req.trace?.traceId,
-        span_id: req.trace?.spanId,
-      },
-      'request',
-    );
+    logRequest(logger, {
+      reqId: req.id,
+      method: req.method,
+      route: req.route,
+      status,
+      ms: Math.round(ms * 100) / 100,
+      owner: caller?.principal.owner,
+      rejected,
+      trace_id: req.trace?.traceId,
+      span_id: req.trace?.spanId,
+    });
   };
   return {
     send,
     closed,
     ok: (req, res, caller, body, headers) => send(req, res, caller, 200, body, headers),
     fail: (req, res, caller, failure) => {
-      const { status, message, headers } = toResponse(failure);
-      // Why the token was refused goes in the request's own line (at the default level, with its request id).
-      const rejected =
-        failure._tag === 'MissingCredentials' || failure._tag === 'InvalidToken' || failure._tag === 'MissingScope'
-          ? rejectionReason(failure, req.headers.authorization)
-          : undefined;
-      send(req, res, caller, status, JSON.stringify({ error: status, message }), headers, rejected);
+      const response = toResponse(failure);
+      if (gone(req, res, caller, response.status)) return;
+      const ms = elapsedMs(req);
+      const status = answerFailure(
+        edge,
+        res,
+        { id: req.id, origin: req.headers.origin },
+        { ...response, headers: withRate(caller, response.headers) },
+        {
+          method: req.method,
+          route: req.route,
+          ms: Math.round(ms * 100) / 100,
+          owner: caller?.principal.owner,
+          // Why the token was refused goes in the request's own line (at the default level, with its request id).
+          rejected:
+            failure._tag === 'MissingCredentials' || failure._tag === 'InvalidToken' || failure._tag === 'MissingScope'
+              ? rejectionReason(failure, req.headers.authorization)
+              : undefined,
+          trace_id: req.trace?.traceId,
+          span_id: req.trace?.spanId,
+        },
+      );
+      observe(req, status, ms);
+      req.trace?.end(req.route, status);
     },
   };
 };

@@ -1,14 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import { STATUS_CODES } from 'node:http';
-import type { Socket } from 'node:net';
-import { refusalResponse, type ServerRefusal } from './refusals.js';
+import type { ServerRefusal } from './refusals.js';
 import type { ServerLimits } from './server-limits.js';
 
 /** What is checked and answered before a request reaches the routes: its target, its Host, the parser's errors. */
 
 export type ParserError = Error & { readonly code?: string; readonly reason?: unknown };
 
-const JSON_TYPE = 'application/json; charset=utf-8';
 const NOT_PRINTABLE = /[^\x20-\x7e]/g;
 
 /**
@@ -112,32 +109,4 @@ export const parserFailure = (err: ParserError, limits: ServerLimits): ServerRef
       };
     }
   }
-};
-
-/** The contract's fields of a failure answered below the app: request id, no-store, nosniff, the JSON body's type. */
-export const failureFields = (
-  reqId: string,
-  headers: Readonly<Record<string, string>> | undefined,
-  body: string,
-): string[] => {
-  const fields: string[] = ['X-Request-Id', reqId, 'Cache-Control', 'no-store', 'X-Content-Type-Options', 'nosniff'];
-  if (headers !== undefined) for (const name in headers) fields.push(name, headers[name] as string);
-  fields.push('Content-Type', JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body)));
-  return fields;
-};
-
-/** Writes a failure as a whole response on the bare socket (where Node has no response object); its status. */
-export const writeFailure = (
-  socket: Socket,
-  reqId: string,
-  failure: ServerRefusal,
-  extraFields: readonly string[] = [],
-): number => {
-  const { status, message, headers } = refusalResponse(failure);
-  const body = JSON.stringify({ error: status, message });
-  const fields = [...failureFields(reqId, headers, body), ...extraFields];
-  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nDate: ${new Date().toUTCString()}\r\n`;
-  for (let i = 0; i < fields.length; i += 2) head += `${fields[i]}: ${fields[i + 1]}\r\n`;
-  socket.write(`${head}\r\n${body}`);
-  return status;
 };

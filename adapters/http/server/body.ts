@@ -66,9 +66,8 @@ export const readBody = (
     // once. Node frames the message by its Content-Length, so no byte of the next request is among these. The request
     // is left there: the end-of-body mark Node pushes next is not read, so its 'end' and 'close' are not emitted, and
     // nothing here waits for them (Node parses and serves the next request on the connection regardless; see
-    // test/edge/node-internals.test.ts). Reading it through stream events instead cost a POST 11,000 of 169,000
-    // instructions on Node 24 and 17,000 of 170,000 on Node 20, and resuming the stream after read() so that it ends
-    // 6,000 (bench/instructions.js; docs/performance.md, round 5). The response may so be done before Node parses
+    // test/edge/node-internals.test.ts). Reading it through stream events instead costs a POST 6 to 10% of its
+    // instructions (docs/performance.md), and resuming the stream after read() so that it ends a few per cent. The response may so be done before Node parses
     // the next request of the same read: server.ts serves a connection at most one request a turn straight from what
     // was read (`currentTurn`), so pipelined requests still wait and count. A body still arriving is read below.
     const buffered: unknown = req.read();

@@ -9,7 +9,7 @@ import type { IError, Middleware, Polka, Request } from 'polka';
 const MAX_REMEMBERED = 1024;
 
 /** The params of a route without parameters: never written to by a handler, so one object serves every request. */
-const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+const NO_PARAMS: Record<string, string> = Object.freeze({});
 
 /**
  * polka's dispatch, with each request routed once and exact routes remembered. polka stays the router: what runs for
@@ -25,9 +25,7 @@ const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, st
  * `req.path`, `req.search`, `req.url` and `req.originalUrl` (without a fragment), and `req.params` (percent-decoded
  * where the path has a `%`, as polka decodes them).
  *
- * Why it stays beside polka's handler: measured side by side against it (bench/compare, 5 rounds of 4 s, 2026-11-23,
- * server CPU per request, medians): GET /plants?limit=20 36.0 -> 42.0 µs without it (+17%), POST /plants 35.8 ->
- * 38.6 µs (+8%). It uses polka's public `find`, `onError` and `onNoMatch` only; test/http/exact-dispatch.test.ts
+ * It stays beside polka's handler because it pays 8 to 17% of a request's CPU (docs/performance.md). It uses polka's public `find`, `onError` and `onNoMatch` only; test/http/exact-dispatch.test.ts
  * checks it answers as polka does, and routes each request once.
  */
 export const exactDispatch = <T extends Request>(app: Polka<T>) => {

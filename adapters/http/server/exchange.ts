@@ -59,6 +59,7 @@ export interface SharingResponse extends ServerResponse {
 }
 
 type End = ServerResponse['end'];
+// eslint-disable-next-line @typescript-eslint/unbound-method -- always called through `end.call(this, ...)` below
 const end = ServerResponse.prototype.end as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
 
 /**

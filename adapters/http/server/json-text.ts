@@ -148,7 +148,7 @@ export const restoreNumbers = (text: string, root: unknown): unknown => {
       i++;
     } else if (c === COMMA) {
       const top = slots.length - 1;
-      if (typeof slots[top] === 'number') slots[top] = (slots[top] as number) + 1;
+      if (typeof slots[top] === 'number') slots[top] = slots[top] + 1;
       else expectName = true;
       i++;
     } else i++; // whitespace, ':', and the letters of true, false and null

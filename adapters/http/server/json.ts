@@ -12,8 +12,8 @@ export type { JsonLimits, MalformedBody };
  * - Exact numbers. Every number comes out as a lossless-json `LosslessNumber` holding its exact source text, so an
  *   int64 beyond 2^53 is never rounded: a second linear walk over the (already validated) text puts each number's
  *   source back in place. One path on every runtime: Node 22+ could hand the source text to a reviver (`context.source`),
- *   but a reviver takes V8's slow JSON.parse; on Node 24 that path cost 181,000 instructions a POST against 169,000
- *   for the walk (-6.4%, `bench/instructions.js`, docs/performance.md), so it was taken out.
+ *   but a reviver takes V8's slow JSON.parse, which costs a POST 6% more instructions than the walk
+ *   (docs/performance.md).
  * - Duplicate members (`{"id":1,"id":2}`) are refused: JSON.parse would silently keep the last one.
  *
  * `__proto__` members stay ordinary own properties (JSON.parse defines them, it never assigns them).

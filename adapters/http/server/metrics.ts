@@ -42,9 +42,9 @@ export interface MetricsExposition {
 /**
  * The exposition with the scrapes read in one turn of the event loop sharing one rendering, encoded once. Rendering
  * costs milliseconds (every metric collected, the histograms merged, the text built; prom-client's handle and resource
- * counts walk every open socket), and no token is needed for /metrics where it is served on PORT: 100 connections each
- * asking again as soon as answered held /healthz for 7.4 s on 2026-11-27 (a 121 KB scrape, one rendering and one
- * encoding each). Shared, a turn pays one rendering however many ask, and its bytes are counted once against the
+ * counts walk every open socket), and no token is needed for /metrics where it is served on PORT: connections each
+ * asking again as soon as answered, each with a rendering of its own, would hold every other request for seconds.
+ * Shared, a turn pays one rendering however many ask, and its bytes are counted once against the
  * unsent-bytes bound (`sharedBody`). A scrape reflects every response finished before the rendering it shares began:
  * one begun in its own turn, or in the check phase just before it (a scrape that waited behind another response on
  * its connection is served there), so it can miss only a response finished in between, never one finished earlier.

@@ -1,3 +1,5 @@
+import type { FailureResponse } from './answer.js';
+
 /**
  * What the server refuses before any route, as its own typed values with their answers: the parser's errors, the
  * request target, Host, Authorization, Transfer-Encoding, Expect, the HTTP version, CONNECT. Each closes the
@@ -10,13 +12,6 @@ export type ServerRefusal =
   | { readonly _tag: 'HeadersTooLarge'; readonly limit: number }
   | { readonly _tag: 'MethodNotImplemented'; readonly method: string }
   | { readonly _tag: 'VersionNotSupported' };
-
-/** A refusal as it goes over the wire: the status, the Error body's message, and header fields. */
-export interface FailureResponse {
-  readonly status: number;
-  readonly message: string;
-  readonly headers?: Readonly<Record<string, string>>;
-}
 
 export const CLOSE = { Connection: 'close' } as const;
 

@@ -1,26 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
-import {
-  badFields,
-  failureFields,
-  originForm,
-  parserFailure,
-  writeFailure,
-  type ParserError,
-} from './before-routing.js';
+import { answerFailure, type Edge } from './answer.js';
+import { badFields, originForm, parserFailure, type ParserError } from './before-routing.js';
 import { connectionStates, lingering, type Connection } from './connections.js';
 import type { CorsPolicy } from './cors.js';
 import { refusalResponse, type ServerRefusal } from './refusals.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
-import {
-  byteBudget,
-  expectsContinueOnly,
-  setBodyBudget,
-  SharingServerResponse,
-  type SharingResponse,
-} from './exchange.js';
+import { byteBudget, expectsContinueOnly, setBodyBudget, SharingServerResponse } from './exchange.js';
 import { unsentBound } from './unsent.js';
 
 export { defaultServerLimits, type ServerLimits } from './server-limits.js';
@@ -133,25 +121,28 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
     }, SILENT_GRACE_MS).unref();
   });
 
-  const logAnswered = (reqId: string, method: string | undefined, status: number, code: string) => {
-    logger.info({ reqId, method, status, code }, 'request');
+  const edge: Edge = { logger, cors };
+  /**
+   * Answers a refusal through the request's response, or on the bare socket when Node has none (then no request was
+   * read: no id or origin of its own is known), and counts it.
+   */
+  const refuse = (
+    to: ServerResponse | Socket,
+    req: IncomingMessage | undefined,
+    method: string | undefined,
+    failure: ServerRefusal,
+    code: string,
+  ): void => {
+    const asker = { id: requestIdFrom(req?.headers['x-request-id']), origin: req?.headers.origin };
+    const status = answerFailure(edge, to, asker, refusalResponse(failure), { method, code });
     refused?.(method, status);
   };
 
   /** Answers a request that reached the server with a failure, through its own response, and closes. */
   const answer = (req: IncomingMessage, res: ServerResponse, failure: ServerRefusal, code: string): void => {
     connectionOf(req.socket).closing = true;
-    const reqId = requestIdFrom(req.headers['x-request-id']);
-    const { status, message, headers } = refusalResponse(failure);
-    const body = JSON.stringify({ error: status, message });
-    const fields = failureFields(reqId, headers, body);
-    cors?.addResponseFields(req.headers.origin, fields);
-    res.writeHead(status, fields).end(body);
-    logAnswered(reqId, req.method, status, code);
+    refuse(res, req, req.method, failure, code);
   };
-  /** The CORS fields of an answer written on the bare socket: no request was read, so no origin is known. */
-  const rawCorsFields: string[] = [];
-  cors?.addResponseFields(undefined, rawCorsFields);
 
   const { written, sent } = unsentBound(limits, logger, (socket) => {
     connectionOf(socket).closing = true;
@@ -165,7 +156,7 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
    */
   const serve = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
     conn.serving = res;
-    res.on('prefinish', () => written(socket, res as SharingResponse)); // once per response: no `once` wrapper needed
+    res.on('prefinish', () => written(socket, res)); // once per response: no `once` wrapper needed
     handler(req, res);
   };
 
@@ -349,8 +340,7 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
     conn.closing = true;
     const answerRaw = () => {
       if (socket.destroyed) return;
-      const reqId = requestIdFrom(undefined);
-      logAnswered(reqId, undefined, writeFailure(socket, reqId, failure, rawCorsFields), code);
+      refuse(socket, undefined, undefined, failure, code);
       linger(socket, conn);
     };
     // A later request is malformed while earlier ones are still being answered: answer it after them.
@@ -366,14 +356,8 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
       socket.destroy();
       return;
     }
-    const reqId = requestIdFrom(req.headers['x-request-id']);
     const method = req.method ?? 'CONNECT';
-    logAnswered(
-      reqId,
-      method,
-      writeFailure(socket, reqId, { _tag: 'MethodNotImplemented', method }, rawCorsFields),
-      'CONNECT',
-    );
+    refuse(socket, req, method, { _tag: 'MethodNotImplemented', method }, 'CONNECT');
     linger(socket, conn);
   });
 

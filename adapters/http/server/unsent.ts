@@ -104,7 +104,7 @@ export const unsentBound = (
    * (nothing taken for `unsentStallMs`), longest stalled first; then those whose response the kernel has taken nothing
    * of in the `unreadMs` since it was written, oldest first. A client that has read any of its response is closed only once it has
    * stalled: the bound cannot wait `unsentStallMs` for the others, or clients that never read would pile up a
-   * window's worth of responses over it (measured: 122 MiB held against 64 MiB, still growing). A stall is only
+   * window's worth of responses over it (about twice the bound, and growing). A stall is only
    * believed after a second look one turn of the event loop later (`confirm`): libuv writes to a socket only when the
    * loop polls, so a loop that was busy (building responses, a long GC) leaves a reading client's bytes unmoved for as
    * long, and the poll between the two looks lets it move them first.

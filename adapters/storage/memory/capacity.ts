@@ -9,9 +9,8 @@ import { PLANT_FIELDS, PLANT_FIELD_NAMES } from '../../../domain/plant.js';
  * Heap bytes one stored plant may cost at worst: every field of PLANT_FIELDS at its longest in astral code points (two
  * UTF-16 code units each, so two-byte strings: 4 bytes a code point), distinct per plant, decoded by the HTTP edge's
  * own parser and kept in the B+ tree; plus the plant object, its id and its share of the tree, and each field's string
- * header and slot. Measured by `node --expose-gc dist/bench/memory-bound.js` (1,340 bytes on Node 20, x64, for the
- * two fields of 2026-11-24, 200 and 100 code points long, against 1,600 estimated here), with room for other Node
- * versions; test/bench/memory-bound.test.ts fails if a measurement ever exceeds it.
+ * header and slot. Measured by `node --expose-gc dist/bench/memory-bound.js`, below this estimate with room for
+ * other Node versions; test/bench/memory-bound.test.ts fails if a measurement ever exceeds it.
  */
 const PLANT_BYTES = 300;
 const FIELD_BYTES = 50;

@@ -123,7 +123,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
         : typeof scope === 'string'
           ? scope.split(' ')
           : Array.isArray(scope) && scope.every((s) => typeof s === 'string')
-            ? (scope as string[])
+            ? scope
             : undefined;
     if (granted === undefined)
       return E.left('the scope claim is neither a space-delimited string nor an array of strings');

@@ -33,7 +33,7 @@ const decodeRecord = (record: Record<string, string>): Principal | undefined => 
   const owner = Owner.from(raw.right.owner);
   const scopes = raw.right.scopes.split(' ').filter((s) => s !== '');
   if (E.isLeft(owner) || raw.right.subject === '' || !scopes.every(isScope)) return undefined;
-  return { owner: owner.right, subject: raw.right.subject, scopes: new Set(scopes as Scope[]) };
+  return { owner: owner.right, subject: raw.right.subject, scopes: new Set(scopes) };
 };
 
 const attempt =
@@ -131,7 +131,8 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
         const sentAt = Date.now();
         const replies = await redis.multi().hgetall(key).pttl(key).exec();
         const [[recordErr, record] = [], [pttlErr, pttl] = []] = replies ?? [];
-        if (recordErr || pttlErr) throw recordErr ?? pttlErr;
+        if (recordErr) throw recordErr;
+        if (pttlErr) throw pttlErr;
         const principal = decodeRecord((record ?? {}) as Record<string, string>);
         if (principal === undefined) return O.none;
         if (live && invalidations?.live() === true && invalidations.version() === version) {

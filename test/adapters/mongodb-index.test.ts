@@ -67,7 +67,9 @@ const under = async (uri: string): Promise<Under> => {
 };
 
 const listed = async (u: Under) =>
-  (await u.admin.db(u.db).collection(COLLECTION).listIndexes().toArray()).map((i) => String(i['name']));
+  ((await u.admin.db(u.db).collection(COLLECTION).listIndexes().toArray()) as Array<{ name?: unknown }>).map((i) =>
+    String(i.name),
+  );
 
 const repair = (uri: string, db: string, keepFirst = false) => {
   const said: string[] = [];

@@ -56,13 +56,17 @@ built.test('every unique index the adapter builds on a server is prefixed by the
   const admin = new MongoClient(uri, { serverSelectionTimeoutMS: 2000 });
   try {
     await right(repo.ping);
-    const indexes = await admin.db(db).collection(COLLECTION).listIndexes().toArray();
-    const unique = indexes.filter((i) => i['unique'] === true);
+    const indexes = (await admin.db(db).collection(COLLECTION).listIndexes().toArray()) as Array<{
+      readonly name?: unknown;
+      readonly unique?: unknown;
+      readonly key?: unknown;
+    }>;
+    const unique = indexes.filter((i) => i.unique === true);
     assert.is(unique.length, INDEX_SPECS.length, JSON.stringify(indexes));
     for (const index of unique) {
       assert.ok(
-        prefixedBy(index['key'] as Record<string, unknown>, documentedShardKey()),
-        `${String(index['name'])}: ${JSON.stringify(index['key'])}`,
+        prefixedBy(index.key as Record<string, unknown>, documentedShardKey()),
+        `${String(index.name)}: ${JSON.stringify(index.key)}`,
       );
     }
   } finally {

@@ -91,7 +91,7 @@ onStore.test(
       const kept = await cli(['repair', '--keep-first'], env);
       assert.is(kept.code, 0, kept.stderr);
       assert.match(kept.stdout, /repair done/);
-      const names = (await admin.db(db).collection(COLLECTION).find().toArray()).map((d) => d['name']);
+      const names = (await admin.db(db).collection(COLLECTION).find().toArray()).map((d) => String(d['name']));
       assert.equal(names, ['Fern']);
     } finally {
       await admin.db(db).dropDatabase();

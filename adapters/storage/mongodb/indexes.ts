@@ -26,15 +26,17 @@ const NAMESPACE_NOT_FOUND = 26;
 export const missingIndexes = async (
   collection: Collection<Document>,
 ): Promise<Array<(typeof INDEX_SPECS)[number]>> => {
-  const listed = await collection
+  const listed = (await collection
     .listIndexes()
     .toArray()
     .catch((e: unknown) => {
       if ((e as { code?: unknown }).code === NAMESPACE_NOT_FOUND) return [];
       throw e;
-    });
-  const keys = listed.filter((i) => i['unique'] === true).map((i) => JSON.stringify(i['key']));
-  return INDEX_SPECS.filter((spec) => !keys.includes(JSON.stringify(spec.key)));
+    })) as Array<{ readonly unique?: unknown; readonly key?: unknown }>;
+  // A key's numbers as numbers, whichever BSON type they were created with (a Long reads as a bigint here).
+  const text = (key: unknown) => JSON.stringify(key, (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v));
+  const keys = listed.filter((i) => i.unique === true).map((i) => text(i.key));
+  return INDEX_SPECS.filter((spec) => !keys.includes(text(spec.key)));
 };
 
 export interface IndexUpkeep {

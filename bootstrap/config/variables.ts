@@ -126,7 +126,8 @@ export const variables = named({
   },
   STORAGE_TIMEOUT_MS: { read: readInteger(50, 60_000), fallback: 2000, example: '2000' },
   MAX_PLANTS_PER_OWNER: {
-    read: readInteger(0, 1_000_000_000),
+    // At most a million: on MongoDB a process keeps a bit per slot of each owner it holds (125 KB at a million).
+    read: readInteger(0, 1_000_000),
     fallback: 10_000,
     example: '10000',
   },

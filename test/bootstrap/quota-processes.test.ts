@@ -350,7 +350,8 @@ const repaired = async (uri: string): Promise<{ first: string; second: string }>
     }
     assert.is(await f.create(procs[0] as Svc, 'dup', nextId()), 503);
 
-    const repairEnv = { STORAGE: 'mongodb', MONGODB_URI: uri, MONGODB_DB: f.db };
+    // The repair is run with the services' configuration: it waits for their index check and their deadline.
+    const repairEnv = { STORAGE: 'mongodb', MONGODB_URI: uri, MONGODB_DB: f.db, STORAGE_TIMEOUT_MS };
     const first = runNode('bootstrap/storage-cli.js', repairEnv, ['repair']);
     assert.is(await first.exited, 0, first.stderr());
     assert.match(first.stdout(), /"msg":"repair done"/);

@@ -89,15 +89,21 @@ const fleet = (uri: string, owners: readonly string[], extraEnv: Record<string, 
     /** Starts a process with MAX_PLANTS_PER_OWNER=bound and resolves once /readyz answers 200 (as a balancer waits). */
     start: async (bound: number, serviceUri = uri): Promise<Svc> => {
       const run = runNode('bootstrap/main.js', env(bound, serviceUri));
-      const [line] = await run.waitFor(/^\{.*"msg":"listening".*\}$/m, 60_000);
-      const svc = { base: `http://127.0.0.1:${(JSON.parse(line) as { port: number }).port}`, run, bound };
-      live.add(svc);
-      await eventually(
-        `a process at ${bound} ready`,
-        async () => (await fetch(`${svc.base}/readyz`).catch(() => undefined))?.status === 200,
-        { timeoutMs: 60_000, everyMs: 100 },
-      );
-      return svc;
+      try {
+        // Generous: the scenarios start about fifty processes at once on a shared machine.
+        const [line] = await run.waitFor(/^\{.*"msg":"listening".*\}$/m, 120_000);
+        const svc = { base: `http://127.0.0.1:${(JSON.parse(line) as { port: number }).port}`, run, bound };
+        live.add(svc);
+        await eventually(
+          `a process at ${bound} ready`,
+          async () => (await fetch(`${svc.base}/readyz`).catch(() => undefined))?.status === 200,
+          { timeoutMs: 60_000, everyMs: 100 },
+        );
+        return svc;
+      } catch (e) {
+        run.child.kill('SIGKILL'); // a process that did not start leaves nothing running
+        throw e;
+      }
     },
     stop: async (svc: Svc): Promise<void> => {
       live.delete(svc);

@@ -6,12 +6,11 @@ import * as assert from 'uvu/assert';
 import { memoryCapacity } from '../../adapters/storage/memory/capacity.js';
 import { REPAIR_COMMAND, SLOT_INDEX_NAME } from '../../adapters/storage/mongodb/indexes.js';
 import { COLLECTION } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
-import { startCommandProxy } from '../../bench/command-proxy.js';
 import type { RunningServer } from '../../harness/servers.js';
+import { startCommandCounter } from '../support/command-counter.js';
 import { runNode, type Started } from '../support/process.js';
 import { ferretDbServers } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
-import { startTcpProxy } from '../support/tcp-proxy.js';
 import { eventually, sleep } from '../support/wait.js';
 
 /**
@@ -519,24 +518,19 @@ interface BudgetFigures {
 
 /**
  * 8x the memory budget in active owners: each process's budget holds `held` owners at the bound, and `owners` (8 times
- * as many) each create `rounds` times over three processes, owner i of round r through process (i + r) % 3. Commands
- * are counted between the processes and the store by bench/command-proxy.ts; bytes read are everything the store sent
- * through a TCP proxy in front of it (the replies, and the driver's handshakes and heartbeats too: an upper bound of
- * the replies' size).
+ * as many) each create `rounds` times over three processes, owner i of round r through process (i + r) % 3. Commands,
+ * and the bytes of the store's replies to them, are counted between the processes and the store.
  */
 const budget = async (server: RunningServer, run: BudgetRun): Promise<BudgetFigures> => {
   // The adapter: an owner held weighs its bitset (bound / 8 bytes) and 300 bytes beside it.
   const bytes = run.held * (Math.ceil(run.bound / 8) + 300);
   const owners = Array.from({ length: run.owners }, (_, i) => `budget-${i}`);
   const f = fleet(server.uri, owners, { MONGODB_SLOTS_MEMORY_BYTES: String(bytes) });
-  const commands = await startCommandProxy(server.port);
-  const entrance = await commands.entrance('service');
-  const tcp = await startTcpProxy(entrance.port);
+  const counter = await startCommandCounter(server.port);
   try {
-    const procs = await Promise.all([1, 2, 3].map(() => f.start(run.bound, `mongodb://127.0.0.1:${tcp.port}/`)));
-    await entrance.quiet(300);
-    entrance.reset();
-    const bytesBefore = tcp.bytesDown();
+    const procs = await Promise.all([1, 2, 3].map(() => f.start(run.bound, counter.uri)));
+    await counter.quiet(300);
+    counter.reset();
     let creates = 0;
     for (let round = 0; round < run.rounds; round++) {
       let next = 0;
@@ -551,15 +545,14 @@ const budget = async (server: RunningServer, run: BudgetRun): Promise<BudgetFigu
         }),
       );
     }
-    await entrance.quiet(300);
-    const counted = entrance.reset();
-    const perCreate = (counted.commands - (counted.byName['listIndexes'] ?? 0)) / creates;
-    const bytesPerCreate = (tcp.bytesDown() - bytesBefore) / creates;
-    return { creates, commands: counted.commands, perCreate, bytesPerCreate, byName: counted.byName };
+    await counter.quiet(300);
+    const counted = counter.reset();
+    const commands = Object.values(counted.byName).reduce((a, b) => a + b, 0);
+    const perCreate = (commands - (counted.byName['listIndexes'] ?? 0)) / creates;
+    return { creates, commands, perCreate, bytesPerCreate: counted.replyBytes / creates, byName: counted.byName };
   } finally {
     await f.close();
-    await tcp.close();
-    await commands.close();
+    await counter.close();
   }
 };
 

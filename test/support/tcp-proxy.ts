@@ -62,8 +62,6 @@ export interface TcpProxy {
   readonly cutAll: () => void;
   /** While on, new connections are closed at once (as a server that is down would refuse them). */
   readonly refuse: (on: boolean) => void;
-  /** Bytes the server has sent to clients so far, over every connection (replies and handshakes alike). */
-  readonly bytesDown: () => number;
   readonly close: () => Promise<void>;
 }
 
@@ -74,7 +72,6 @@ export const startTcpProxy = async (targetPort: number, targetHost = '127.0.0.1'
   let nextId = 1;
   let holdWhen: ((chunk: Buffer) => boolean) | undefined;
   let refusing = false;
-  let bytesDown = 0;
   // The first connection held under the current holdUpstream, and who waits for one.
   let firstHeld: Link | undefined;
   const heldWaiters: Array<(link: Link) => void> = [];
@@ -156,7 +153,6 @@ export const startTcpProxy = async (targetPort: number, targetHost = '127.0.0.1'
       else upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
-      bytesDown += chunk.length;
       if (downHeld) downQueue.push(chunk);
       else client.write(chunk);
     });
@@ -204,7 +200,6 @@ export const startTcpProxy = async (targetPort: number, targetHost = '127.0.0.1'
     refuse: (on) => {
       refusing = on;
     },
-    bytesDown: () => bytesDown,
     close: async () => {
       for (const link of [...links]) link.cut();
       await new Promise<void>((resolve) => server.close(() => resolve()));

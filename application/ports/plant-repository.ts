@@ -3,10 +3,11 @@ import type { Owner, Plant, PlantId } from '../../domain/plant.js';
 import type { StorageFull, StorageUnavailable } from '../errors.js';
 
 /**
- * What `insert` found. `Exists` carries the plant that was already stored under that owner and id (read in the
- * same step that refused the insert), so the caller can tell a retried create from a conflicting one. `OwnerFull`:
- * the owner already keeps `maxPlants` plants (or more) and has none with this id. When `insert` was given a finite
- * `maxPlants`, `Inserted` and `Exists` carry `count` too: the owner's plants as the store counted them in this call.
+ * What `insert` found. `Exists` carries the plant stored under that owner and id (read once the insert was refused),
+ * so the caller can tell a retried create from a conflicting one. `OwnerFull`: the owner keeps `maxPlants` plants (or
+ * more, counted during the call) and had none with this id when last read. When `insert` was given a finite
+ * `maxPlants`, `Inserted` and `Exists` may carry `count`: the owner's plants as the adapter knows them (memory: exact;
+ * MongoDB: as the serving process counted them, once it has).
  */
 export type InsertOutcome =
   | { readonly _tag: 'Inserted'; readonly count?: number }

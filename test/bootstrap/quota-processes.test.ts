@@ -200,7 +200,7 @@ const sequences = async (uri: string): Promise<Map<string, SequenceOutcome>> => 
   try {
     const b = await f.start(10);
     for (const owner of ['second-u0', 'second-u20']) assert.is(await f.create(b, owner, 1), 200);
-    const [u0, u20] = (await Promise.all([f.start(0), f.start(20)])) as [Svc, Svc];
+    const [u0, u20] = await Promise.all([f.start(0), f.start(20)]);
     for (const owner of ['first-u0', 'first-u20', 'interleaved-u0']) assert.is(await f.create(b, owner, 1), 200);
     for (const [u, owner] of [
       [u0, 'first-u0'],
@@ -259,7 +259,7 @@ const transitions = async (uri: string): Promise<void> => {
 
     // Filling and replacing at the bound: a delete through one process makes room for a create through another at
     // once (no wait), and the next create, through the third, is refused.
-    for (let id = 1; id <= 10; id++) assert.is(await f.create(procs[0] as Svc, 'full', id), 200);
+    for (let id = 1; id <= 10; id++) assert.is(await f.create(procs[0], 'full', id), 200);
     for (let round = 0; round < 6; round++) {
       const [deleter, creator, third] = [0, 1, 2].map((k) => procs[(round + k) % 3] as Svc) as [Svc, Svc, Svc];
       const victim = (await f.stored('full'))[0] as number;
@@ -286,7 +286,9 @@ const transitions = async (uri: string): Promise<void> => {
 };
 
 const slotIndexListed = async (f: Fleet) =>
-  (await f.plants.listIndexes().toArray()).some((i) => i['name'] === SLOT_INDEX_NAME && i['unique'] === true);
+  ((await f.plants.listIndexes().toArray()) as Array<{ name?: unknown; unique?: unknown }>).some(
+    (i) => i.name === SLOT_INDEX_NAME && i.unique === true,
+  );
 
 /** The slot index dropped under three running processes, nothing written meanwhile: it comes back by itself. */
 const indexDropped = async (uri: string): Promise<void> => {
@@ -353,7 +355,7 @@ const repaired = async (uri: string): Promise<{ first: string; second: string }>
       assert.equal(await ready.json(), { error: 503, message: 'not ready: storage does not answer' });
       await p.run.waitFor(new RegExp(`run \`${REPAIR_COMMAND.replace(/[-]/g, '\\$&')}\``), NOTICE_MS);
     }
-    assert.is(await f.create(procs[0] as Svc, 'dup', nextId()), 503);
+    assert.is(await f.create(procs[0], 'dup', nextId()), 503);
 
     // The repair is run with the services' configuration: it waits for their index check and their deadline.
     const repairEnv = { STORAGE: 'mongodb', MONGODB_URI: uri, MONGODB_DB: f.db, STORAGE_TIMEOUT_MS };
@@ -386,7 +388,7 @@ const killed = async (uri: string): Promise<void> => {
   const nextId = ids(1000);
   try {
     const procs = await Promise.all([f.start(10), f.start(10), f.start(10)]);
-    const victim = procs[1] as Svc;
+    const victim = procs[1];
     const burst = Array.from({ length: 60 }, (_, i) =>
       f.create(procs[i % 3] as Svc, 'burst', i + 1).then((status) => [i + 1, status] as const),
     );

@@ -275,8 +275,8 @@ test('a mixed load rotated over the processes survives the store killed and rest
   let down = false;
   let killedAt = 0;
   let restartedAt = 0;
-  let recovery: number[] = [];
-  let whileDown: Array<[string, number, number]> = [];
+  let recovery: number[] | undefined;
+  let whileDown: Array<[string, number, number]> | undefined;
   const before = { requests: 0, s503: 0 };
   try {
     // Mid-traffic: the kill comes once the load has had this many answers, however fast this machine is today.

@@ -201,7 +201,10 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     const sentAt = now();
     const slots = await store.slots(owner);
     check();
-    const state = new Held(max, random(max), true);
+    // From the lowest free slot, so that an owner stays packed from slot 0 and a glance at its highest slot (when it
+    // is no longer held) finds room above; creates of one owner through several processes meet there, each one
+    // costing a retry of the next slot.
+    const state = new Held(max, 0, true);
     for (const slot of slots) {
       if (slot < max) state.take(slot);
       else state.outside++;

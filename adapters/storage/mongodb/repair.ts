@@ -8,8 +8,8 @@ import { OUTSIDE_FROM } from './quota.js';
  * missing, and then builds the missing indexes. Idempotent and resumable: each step reads the collection as it is
  * and changes only what still needs it, so a repair cut short is finished by running it again.
  *
- * - Plants sharing a slot: all but the first written (the least `_id`) move to fresh outside slots (quota.ts), where
- *   they count and are moved back in by the next create when the owner has room. Nothing is deleted. Before it moves
+ * - Plants sharing a slot: all but the first (the least `_id`, by its creating process's clock) move to fresh outside
+ *   slots (quota.ts), where they count and move back in when the owner has room. Nothing is deleted. Before it moves
  *   any, the repair waits `noticeMs` after it first saw the slot index missing: longer than every running service's
  *   index check (30 s) and a request's deadline, so that each has forgotten what it knew of owners' slots and ended
  *   the requests that began before (quota.ts, `forget`), and none trusts a look made before a plant moved outside.

@@ -28,7 +28,7 @@ export const serviceEnv = (port: number): Record<string, string> => ({
   AUTH_TOKENS: JSON.stringify([
     { token: TOKEN, owner: 'bench', subject: 'bench', scopes: ['plants:read', 'plants:write'] },
   ]),
-  MAX_PLANTS_PER_OWNER: '1000000000',
+  MAX_PLANTS_PER_OWNER: '10000000',
   MEMORY_MAX_PLANTS: '1000000000',
 });
 

@@ -26,7 +26,7 @@ Object.assign(process.env, {
   STORAGE: 'memory',
   AUTH: 'static',
   AUTH_TOKENS: JSON.stringify([{ token, owner: 'o', subject: 's', scopes: ['plants:read', 'plants:write'] }]),
-  MAX_PLANTS_PER_OWNER: '1000000000',
+  MAX_PLANTS_PER_OWNER: '10000000',
 });
 
 const session = new Session();

@@ -126,8 +126,8 @@ export const variables = named({
   },
   STORAGE_TIMEOUT_MS: { read: readInteger(50, 60_000), fallback: 2000, example: '2000' },
   MAX_PLANTS_PER_OWNER: {
-    // At most a million: on MongoDB a process keeps a bit per slot of each owner it holds (125 KB at a million).
-    read: readInteger(0, 1_000_000),
+    // At most ten million: on MongoDB a process keeps a bit per slot of each owner it holds (1.25 MB at the most).
+    read: readInteger(0, 10_000_000),
     fallback: 10_000,
     example: '10000',
   },

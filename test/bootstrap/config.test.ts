@@ -323,7 +323,7 @@ test('MAX_PLANTS_PER_OWNER bounds each owner (0: no bound); MEMORY_MAX_PLANTS bo
   assert.equal(loadConfig({ MEMORY_MAX_PLANTS: '1000000' }).storage, { kind: 'memory', maxPlants: 1000000 });
   assert.is(
     failure({ MAX_PLANTS_PER_OWNER: '-1' }),
-    'MAX_PLANTS_PER_OWNER: must be an integer from 0 to 1000000 (got "-1"); for example MAX_PLANTS_PER_OWNER=10000',
+    'MAX_PLANTS_PER_OWNER: must be an integer from 0 to 10000000 (got "-1"); for example MAX_PLANTS_PER_OWNER=10000',
   );
   assert.is(
     failure({ MEMORY_MAX_PLANTS: '0' }),

@@ -5,10 +5,7 @@ import { isDuplicateKey, isUnavailable } from './mongodb-errors.js';
 export const INDEX_NAME = 'owner_1_id_1_unique';
 export const SLOT_INDEX_NAME = 'owner_1_slot_1_unique';
 
-/**
- * Every index the adapter relies on. Both are unique, and each is prefixed by the documented shard key `{owner: 1}`
- * (test/adapters/mongodb-shard-key.test.ts checks it).
- */
+/** Every index the adapter relies on: unique, prefixed by the shard key `{owner: 1}` (mongodb-shard-key.test.ts). */
 export const INDEX_SPECS = [
   { name: INDEX_NAME, key: { owner: 1, id: 1 }, unique: true },
   { name: SLOT_INDEX_NAME, key: { owner: 1, slot: 1 }, unique: true },
@@ -39,13 +36,6 @@ export const missingIndexes = async (
   return INDEX_SPECS.filter((spec) => !keys.includes(text(spec.key)));
 };
 
-export interface IndexUpkeep {
-  /** Resolves when both unique indexes are in place; rejects with IndexUnusable while one is missing. */
-  readonly ready: () => Promise<void>;
-  /** Lists the indexes and builds what is missing; at most one at a time. */
-  readonly check: () => Promise<void>;
-}
-
 /**
  * Keeps the unique indexes in place: a check lists them (the service's timer asks every 30 s, so a dropped index is
  * noticed within that) and builds what is missing. From the moment an index is seen missing until it is back, creates
@@ -56,7 +46,12 @@ export interface IndexUpkeep {
 export const indexUpkeep = (
   collection: Collection<Document>,
   options: { readonly logger: Logger; readonly namespace: string; readonly onMissing: () => void },
-): IndexUpkeep => {
+): {
+  /** Resolves once both unique indexes are in place; rejects with IndexUnusable while one is missing. */
+  readonly ready: () => Promise<void>;
+  /** Lists the indexes and builds what is missing; one at a time. */
+  readonly check: () => Promise<void>;
+} => {
   const { logger, namespace } = options;
   let state: 'unknown' | 'ok' | 'missing' = 'unknown';
   /** Whether an index went missing after it was in place (then its return is logged too). */

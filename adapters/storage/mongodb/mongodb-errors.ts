@@ -1,18 +1,4 @@
-import {
-  MongoClientClosedError,
-  MongoDriverError,
-  MongoError,
-  MongoErrorLabel,
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoOperationTimeoutError,
-  MongoServerClosedError,
-  MongoServerError,
-  MongoServerSelectionError,
-  MongoStalePrimaryError,
-  MongoTopologyClosedError,
-  MongoWriteConcernError,
-} from 'mongodb';
+import * as mongo from 'mongodb';
 
 /**
  * Which driver errors mean "the store cannot answer now" (503: retry later, outcome unknown), decided by what the
@@ -52,13 +38,13 @@ export const writeConcernUnavailable = (code: number): boolean => !MISCONFIGURED
 
 /** Labels by which the driver or the server say "this did not go through now; it may be retried". */
 const UNAVAILABLE_LABELS: readonly string[] = [
-  MongoErrorLabel.RetryableWriteError,
-  MongoErrorLabel.ResetPool,
-  MongoErrorLabel.TransientTransactionError,
-  MongoErrorLabel.PoolRequestedRetry,
-  MongoErrorLabel.InterruptInUseConnections,
-  MongoErrorLabel.RetryableError,
-  MongoErrorLabel.SystemOverloadedError,
+  mongo.MongoErrorLabel.RetryableWriteError,
+  mongo.MongoErrorLabel.ResetPool,
+  mongo.MongoErrorLabel.TransientTransactionError,
+  mongo.MongoErrorLabel.PoolRequestedRetry,
+  mongo.MongoErrorLabel.InterruptInUseConnections,
+  mongo.MongoErrorLabel.RetryableError,
+  mongo.MongoErrorLabel.SystemOverloadedError,
 ];
 
 /** Errors the driver raises and names but does not export: a pool closed under an operation, a wait-queue timeout. */
@@ -82,27 +68,31 @@ const FERRETDB_BACKEND_GONE =
 /** True when the error says the store did not answer in time or at all, or cannot serve writes/reads right now. */
 export const isUnavailable = (e: unknown): boolean => {
   if (e instanceof Error && CONNECTION_GONE.has(String((e as NodeJS.ErrnoException).code))) return true;
-  if (!(e instanceof MongoError)) return false;
+  if (!(e instanceof mongo.MongoError)) return false;
   if (
-    e instanceof MongoNetworkError || // includes timeouts and a pool cleared after a network error
-    e instanceof MongoServerSelectionError ||
-    e instanceof MongoOperationTimeoutError ||
-    e instanceof MongoStalePrimaryError ||
+    e instanceof mongo.MongoNetworkError || // includes timeouts and a pool cleared after a network error
+    e instanceof mongo.MongoServerSelectionError ||
+    e instanceof mongo.MongoOperationTimeoutError ||
+    e instanceof mongo.MongoStalePrimaryError ||
     // The client was closed (shutdown) under the operation, or before it:
-    e instanceof MongoClientClosedError ||
-    e instanceof MongoTopologyClosedError ||
-    e instanceof MongoServerClosedError ||
-    e instanceof MongoNotConnectedError
+    e instanceof mongo.MongoClientClosedError ||
+    e instanceof mongo.MongoTopologyClosedError ||
+    e instanceof mongo.MongoServerClosedError ||
+    e instanceof mongo.MongoNotConnectedError
   ) {
     return true;
   }
-  if (e instanceof MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
+  if (e instanceof mongo.MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
   if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
-  if (e instanceof MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
-  if (e instanceof MongoServerError && Number(e.code) === 1 && FERRETDB_BACKEND_GONE.test(e.errmsg ?? e.message)) {
+  if (e instanceof mongo.MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
+  if (
+    e instanceof mongo.MongoServerError &&
+    Number(e.code) === 1 &&
+    FERRETDB_BACKEND_GONE.test(e.errmsg ?? e.message)
+  ) {
     return true;
   }
-  return (e instanceof MongoServerError && UNAVAILABLE_CODES.has(Number(e.code))) || isWriteConflict(e);
+  return (e instanceof mongo.MongoServerError && UNAVAILABLE_CODES.has(Number(e.code))) || isWriteConflict(e);
 };
 
 /**
@@ -110,7 +100,7 @@ export const isUnavailable = (e: unknown): boolean => {
  * backend's refusal of an update or a build (SQLite's "UNIQUE constraint failed", PostgreSQL's SQLSTATE 23505).
  */
 export const isDuplicateKey = (e: unknown): boolean => {
-  if (!(e instanceof MongoServerError)) return false;
+  if (!(e instanceof mongo.MongoServerError)) return false;
   if (Number(e.code) === 11000) return true;
   return Number(e.code) === 1 && /UNIQUE constraint failed|\(SQLSTATE 23505\)/.test(e.errmsg ?? e.message);
 };
@@ -120,7 +110,7 @@ export const isDuplicateKey = (e: unknown): boolean => {
  * FerretDB passing on PostgreSQL's deadlock (40P01) or serialization failure (40001) as an InternalError (code 1).
  */
 export const isWriteConflict = (e: unknown): boolean => {
-  if (!(e instanceof MongoServerError)) return false;
+  if (!(e instanceof mongo.MongoServerError)) return false;
   if (Number(e.code) === 112) return true;
   return Number(e.code) === 1 && /\(SQLSTATE (40P01|40001)\)/.test(e.errmsg ?? e.message);
 };

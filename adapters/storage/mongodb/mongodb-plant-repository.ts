@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as E from 'fp-ts/lib/Either.js';
 import type * as TE from 'fp-ts/lib/TaskEither.js';
 import { MongoClient, MongoServerError, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
@@ -35,6 +36,8 @@ type PlantDocument = Plant & { _id: ObjectId; owner: string; slot: number };
 
 /** A plant read back: the document without the fields the adapter keeps beside it (decodeStored ignores those). */
 const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
+/** A slot alone: MongoDB reads it from the (owner, slot) index, without the documents. */
+const SLOT_ONLY = { _id: 0, slot: 1 } as const;
 
 export const COLLECTION = 'plants';
 /**
@@ -120,12 +123,12 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   });
   const db = client.db(options.db);
   const collection: Collection<PlantDocument> = db.collection<PlantDocument>(COLLECTION);
+  const maxTimeMS = timeoutMs;
   const writeConcern: WriteConcernSettings = {
     w: options.writeConcern,
     journal: options.journal,
-    wtimeoutMS: timeoutMs,
+    wtimeoutMS: maxTimeMS,
   };
-  const maxTimeMS = timeoutMs;
 
   const store: QuotaStore<ObjectId> = {
     insert: async (owner, p, slot) => {
@@ -135,9 +138,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       } catch (e) {
         if (!isDuplicateKey(e)) throw e;
         // MongoDB names the index that refused it; FerretDB does not, and then the caller looks the id up.
-        const pattern =
-          e instanceof MongoServerError ? (e.keyPattern as Record<string, unknown> | undefined) : undefined;
-        return pattern !== undefined && 'slot' in pattern ? 'slot-taken' : 'taken';
+        return e instanceof MongoServerError && 'slot' in (e.keyPattern ?? {}) ? 'slot-taken' : 'taken';
       }
     },
     find: async (owner, id) => {
@@ -145,16 +146,13 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       return doc === null ? undefined : { plant: decodeStored(doc), ref: doc._id, slot: Number(doc.slot) };
     },
     top: async (owner) => {
-      const doc = await collection.findOne(
-        { owner },
-        { sort: { slot: -1 }, projection: { _id: 0, slot: 1 }, maxTimeMS },
-      );
-      return doc === null ? undefined : Number(doc.slot);
+      const top = await collection.findOne({ owner }, { sort: { slot: -1 }, projection: SLOT_ONLY, maxTimeMS });
+      return top === null ? undefined : Number(top.slot);
     },
     slots: async (owner) => {
       // Sorted by slot, so that MongoDB walks the (owner, slot) index and reads the slots from it alone.
       const docs = await collection
-        .find({ owner }, { projection: { _id: 0, slot: 1 }, sort: { slot: 1 }, maxTimeMS })
+        .find({ owner }, { projection: SLOT_ONLY, sort: { slot: 1 }, maxTimeMS })
         .batchSize(100_000)
         .toArray();
       return docs.map((d) => Number(d.slot));
@@ -248,23 +246,13 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     }),
   };
 
-  // Connect and build the indexes now, without making start-up wait; failures show in /readyz and as 503s.
-  void connect()
-    .then(indexes.check)
-    .catch((e: unknown) => {
-      logger.warn(
-        { err: e instanceof Error ? e.message : String(e) },
-        'storage not reachable yet; will retry on demand',
-      );
-    });
-  // A running service notices a dropped index within indexRecheckMs, without a request asking.
-  const recheckTimer = setInterval(
-    () =>
-      void connect()
-        .then(indexes.check)
-        .catch(() => undefined),
-    options.indexRecheckMs ?? 30_000,
-  );
+  // Connect and build the indexes now, without making start-up wait (failures show in /readyz and as 503s); then a
+  // dropped index is noticed within indexRecheckMs, without a request asking.
+  const checkIndexes = () => connect().then(indexes.check);
+  void checkIndexes().catch((e: unknown) => {
+    logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'storage not reachable yet; will retry on demand');
+  });
+  const recheckTimer = setInterval(() => void checkIndexes().catch(() => undefined), options.indexRecheckMs ?? 30_000);
   recheckTimer.unref();
 
   return {
@@ -274,14 +262,8 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     // server). Operations still in flight fail with the driver's closed-client errors, which are 503s.
     close: async () => {
       clearInterval(recheckTimer);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        client.close().catch(() => undefined),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, Math.min(CLOSE_BOUND_MS, timeoutMs));
-        }),
-      ]);
-      clearTimeout(timer);
+      const bound = sleep(Math.min(CLOSE_BOUND_MS, timeoutMs), undefined, { ref: false });
+      await Promise.race([client.close().catch(() => undefined), bound]);
     },
   };
 };

@@ -11,9 +11,8 @@ import {
 } from '../../../domain/plant.js';
 
 /**
- * The plant in a stored document, read back. A document is written from the plant by spread (beside `_id`, `owner`
- * and `slot`), so each of the plant's fields (PLANT_FIELDS) is a member of the same name; anything read back is
- * decoded again, and a document that breaks a domain rule is a fault, not a plant.
+ * The plant in a stored document (written from the plant by spread, each field a member of its name), decoded again
+ * when read: a document that breaks a domain rule is a fault, not a plant.
  */
 const StoredPlant = t.intersection([
   t.type({

@@ -2,13 +2,13 @@ import type { InsertOutcome } from '../../../application/ports/plant-repository.
 import type { Plant, PlantId } from '../../../domain/plant.js';
 
 /**
- * The per-owner bound on MongoDB: the decision code, over the few commands it needs (`QuotaStore`), so that it can be
- * driven without a server (test/adapters/quota-model.test.ts runs it against a model store under every interleaving).
+ * The per-owner bound on MongoDB: the decisions, over the commands they need (`QuotaStore`), so that they run without a
+ * server too (test/adapters/quota-model.test.ts drives them against a model store under every interleaving).
  *
- * Exactness rests on one thing only: the unique index on `{owner, slot}`. Under a bound `max`, a create takes a slot
- * in [0, max) (*inside*), so the index makes more than `max` inside plants of an owner impossible, whatever the races
- * between requests, processes, crashes and driver retries. Plants at a slot >= max are *outside*: created without a
- * bound (a random slot in [2^48, 2^49)), under a larger bound, or kept over a lowered one. They count too, so:
+ * Exactness rests on the unique index on `{owner, slot}` alone. Under a bound `max` a create takes a slot in [0, max)
+ * (*inside*): the index makes more than `max` inside plants of an owner impossible, whatever the races, crashes and
+ * retries. Plants at a slot >= max are *outside* (created without a bound at a random slot in [2^48, 2^49), under a
+ * larger bound, kept over a lowered one, or moved out by the repair). They count too, so:
  *
  *   RULE 1. An inside insert goes ahead only after a look (a read of the owner's slots) that found no outside plant,
  *           sent less than `lookTtlMs` before, by this process's own clock.
@@ -38,17 +38,17 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  */
 export interface QuotaStore<Ref> {
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<'inserted' | 'slot-taken' | 'taken'>;
-  readonly find: (
-    owner: string,
-    id: PlantId,
-  ) => Promise<{ readonly plant: Plant; readonly ref: Ref; readonly slot: number } | undefined>;
+  readonly find: (owner: string, id: PlantId) => Promise<(Slotted<Ref> & { readonly plant: Plant }) | undefined>;
   readonly top: (owner: string) => Promise<number | undefined>;
   readonly slots: (owner: string) => Promise<number[]>;
-  readonly outside: (owner: string, from: number) => Promise<Array<{ readonly ref: Ref; readonly slot: number }>>;
+  readonly outside: (owner: string, from: number) => Promise<Array<Slotted<Ref>>>;
   readonly count: (owner: string) => Promise<number>;
   readonly move: (ref: Ref, from: number, to: number) => Promise<boolean>;
   readonly delete: (ref: Ref) => Promise<boolean>;
 }
+
+/** A stored plant's document (what names it) and its slot. */
+export type Slotted<Ref> = { readonly ref: Ref; readonly slot: number };
 
 export interface QuotaOptions {
   /** This process's own clock, in milliseconds (monotonic). */
@@ -64,13 +64,10 @@ export interface QuotaOptions {
 /** Throws when the request's deadline has passed, and is called before every command: none is sent after it. */
 export type Check = () => void;
 
-/**
- * What this process knew was forgotten during the request (a unique index went missing, see `forget`): the request
- * ends without another command (503), and nothing it read is kept.
- */
+/** What this process knew was forgotten during the request (see `forget`): it ends (503), keeping nothing it read. */
 export class QuotaForgotten extends Error {}
 
-/** The first outside slot of a plant created without a bound: far above any bound (at most 10^9, see config). */
+/** The first outside slot of a plant created without a bound: far above any bound (at most 10^7, see config). */
 export const OUTSIDE_FROM = 2 ** 48;
 
 /** Rounds of "look, choose a slot, insert" before a create gives up as contended (the caller answers 503). */
@@ -78,63 +75,45 @@ const MAX_ROUNDS = 16;
 
 /** What this process knows of one owner under one bound. */
 class Held {
+  /** The inside slots known taken, a bit each; `used` of them. */
   readonly taken: Uint8Array;
-  /** Inside slots known taken (the bits set). */
   used = 0;
   /** Outside plants seen by the last load, less those deleted here since. */
   outside = 0;
   /** When the last look that found no outside plant was sent (RULE 1); -Infinity: none since the last load. */
   cleanAt = Number.NEGATIVE_INFINITY;
-  cursor: number;
 
+  /** `counted`: `used` is the owner's count (a load), not only its slots up to the highest, all taken as taken. */
   constructor(
     readonly max: number,
-    start: number,
-    /** Whether `used` is the owner's count (a load), or only the slots up to its highest, taken as all taken. */
     readonly counted: boolean,
   ) {
     this.taken = new Uint8Array(Math.ceil(max / 8));
-    this.cursor = start;
   }
 
   has(slot: number): boolean {
     return ((this.taken[slot >> 3] ?? 0) & (1 << (slot & 7))) !== 0;
   }
 
-  take(slot: number): void {
-    if (slot >= this.max || this.has(slot)) return;
-    this.taken[slot >> 3] = (this.taken[slot >> 3] ?? 0) | (1 << (slot & 7));
-    this.used++;
-  }
-
-  /** Takes every slot below `n` (a fresh state: whole bytes at once). */
-  takeBelow(n: number): void {
-    this.taken.fill(0xff, 0, n >> 3);
-    this.used = n & ~7;
-    for (let slot = n & ~7; slot < n; slot++) this.take(slot);
-  }
-
-  free(slot: number): void {
+  /** Marks `slot` taken (true) or free (false); an outside slot freed is an outside plant gone. */
+  mark(slot: number, taken: boolean): void {
     if (slot >= this.max) {
-      if (this.outside > 0) this.outside--;
-      return;
+      if (!taken && this.outside > 0) this.outside--;
+    } else if (this.has(slot) !== taken) {
+      this.taken[slot >> 3] = (this.taken[slot >> 3] ?? 0) ^ (1 << (slot & 7));
+      this.used += taken ? 1 : -1;
     }
-    if (!this.has(slot)) return;
-    this.taken[slot >> 3] = (this.taken[slot >> 3] ?? 0) & ~(1 << (slot & 7));
-    this.used--;
   }
 
-  /** The next slot believed free from the cursor (wrapping), or undefined when every inside slot is believed taken. */
+  /**
+   * The lowest slot believed free (so that an owner stays packed from slot 0, and a glance at its highest slot finds
+   * room above), skipping a byte whose slots are all taken; undefined when every inside slot is believed taken.
+   */
   nextFree(): number | undefined {
     if (this.used >= this.max) return undefined;
-    for (let i = 0; i < this.max; i++) {
-      const slot = (this.cursor + i) % this.max;
-      if (this.taken[slot >> 3] === 0xff)
-        i += 7 - (slot & 7); // a whole byte taken: skip to the next
-      else if (!this.has(slot)) {
-        this.cursor = (slot + 1) % this.max;
-        return slot;
-      }
+    for (let slot = 0; slot < this.max; slot++) {
+      if (this.taken[slot >> 3] === 0xff) slot += 7;
+      else if (!this.has(slot)) return slot;
     }
     return undefined;
   }
@@ -149,22 +128,15 @@ class Held {
   }
 }
 
+/**
+ * `insert` stores the plant under `max` (Infinity: no bound) or answers why not; undefined when concurrent creates kept
+ * taking the slots it chose (nothing stored: 503, and a retry is safe). `remove` deletes the document its look-up found
+ * (RULE 4). `forget` forgets every owner and cuts the requests under way before their next command: a unique index is
+ * missing, so plants may be written that it did not check, and the repair may move plants outside (repair.ts).
+ */
 export interface Quota {
-  /**
-   * Stores the plant under `max` (Infinity: no bound), or answers why not; undefined when concurrent creates kept
-   * taking the slots it chose (nothing of this create is stored: the caller answers 503, and a retry is safe).
-   */
   readonly insert: (owner: string, plant: Plant, max: number, check: Check) => Promise<InsertOutcome | undefined>;
-  /**
-   * Deletes the owner's plant with that id: finds the document stored now, then deletes that document (by what names
-   * it) and no other. A delete held up on the way can only remove the plant that existed when it was decided; a plant
-   * created again under that id is another document, out of its reach (RULE 4).
-   */
   readonly remove: (owner: string, id: PlantId, check: Check) => Promise<boolean>;
-  /**
-   * Forgets every owner, and cuts the requests under way before their next command: a unique index is missing, so
-   * plants may be written that the index did not check, and the repair may move plants outside (repair.ts).
-   */
   readonly forget: () => void;
 }
 
@@ -201,12 +173,9 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     const sentAt = now();
     const slots = await store.slots(owner);
     check();
-    // From the lowest free slot, so that an owner stays packed from slot 0 and a glance at its highest slot (when it
-    // is no longer held) finds room above; creates of one owner through several processes meet there, each one
-    // costing a retry of the next slot.
-    const state = new Held(max, 0, true);
+    const state = new Held(max, true);
     for (const slot of slots) {
-      if (slot < max) state.take(slot);
+      if (slot < max) state.mark(slot, true);
       else state.outside++;
     }
     if (state.outside === 0) state.cleanAt = sentAt;
@@ -226,8 +195,10 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     const top = (await store.top(owner)) ?? -1;
     check();
     if (top >= max) return load(owner, max, check);
-    const state = new Held(max, top + 1, false);
-    state.takeBelow(top + 1);
+    const state = new Held(max, false);
+    state.taken.fill(0xff, 0, (top + 1) >> 3);
+    state.used = (top + 1) & ~7;
+    for (let slot = (top + 1) & ~7; slot <= top; slot++) state.mark(slot, true);
     state.cleanAt = sentAt;
     keep(owner, state);
     return state;
@@ -237,8 +208,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   const current = async (owner: string, max: number, check: Check): Promise<Held> => {
     const state = held.get(owner);
     if (state === undefined || state.max !== max) {
-      // Concurrent creates of an owner not held share one look (and then its slots), rather than all choosing the
-      // same slot above the owner's highest, one at a time.
+      // Concurrent creates of an owner not held share one look (and its slots), rather than racing for one slot.
       const underway = looking.get(owner);
       if (underway !== undefined) {
         const shared = await underway.catch(() => undefined);
@@ -285,7 +255,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     await Promise.all(
       plants.map(async ({ ref, slot }) => {
         for (let to = state.nextFree(); to !== undefined; to = state.nextFree()) {
-          state.take(to); // taken by this move, or by whoever refused it
+          state.mark(to, true); // taken by this move, or by whoever refused it
           check();
           if (await store.move(ref, slot, to)) return;
         }
@@ -334,7 +304,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       }
       check();
       const attempt = await store.insert(owner, plant, slot);
-      state.take(slot);
+      state.mark(slot, true);
       if (attempt === 'inserted') return { _tag: 'Inserted', ...state.reported };
       if (attempt === 'taken') {
         check();
@@ -357,7 +327,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       check();
       // false: another delete took it between the two steps; it is gone, as after a delete ordered after that one.
       if (!(await store.delete(found.ref))) return false;
-      held.get(owner)?.free(found.slot);
+      held.get(owner)?.mark(found.slot, false);
       return true;
     },
     forget: () => {

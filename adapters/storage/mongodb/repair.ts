@@ -16,29 +16,26 @@ import { OUTSIDE_FROM } from './quota.js';
  * - Plants sharing an id: copies identical to the first written are deleted (the plant is kept). Different plants
  *   under one id are listed and left, unless `keepFirst`: then the later ones are deleted, each printed first.
  */
+/** `report`: one line of what the repair found or did. */
 export interface RepairOptions {
   readonly uri: string;
   readonly db: string;
   readonly noticeMs: number;
   readonly keepFirst: boolean;
-  /** One line of what the repair found or did. */
   readonly report: (line: string) => void;
 }
 
+/** `conflicts`: different plants under one (owner, id), left: the id index cannot be built until they are resolved. */
 export interface RepairOutcome {
   readonly movedOut: number;
   readonly duplicatesDeleted: number;
-  /** Different plants under one (owner, id), left in place: the id index cannot be built until they are resolved. */
   readonly conflicts: number;
   readonly indexesBuilt: readonly string[];
 }
 
 type Stored = Document & { _id: ObjectId; owner: string; id: unknown; slot: number };
 
-/**
- * Groups of documents sharing `key`, each in the order they were written (by `_id`): one pass over the collection
- * sorted by (owner, key, _id), holding one group at a time. (No $group: FerretDB lacks its $push.)
- */
+/** Documents sharing `key`, by `_id`: one pass sorted by (owner, key, _id), a group at a time (FerretDB has no $push). */
 async function* sharing(collection: Collection<Stored>, key: 'id' | 'slot'): AsyncGenerator<Stored[]> {
   let group: Stored[] = [];
   const cursor = collection.find({}, { sort: { owner: 1, [key]: 1, _id: 1 }, allowDiskUse: true, batchSize: 10_000 });

@@ -27,7 +27,7 @@ export interface MongoOptions {
   readonly slotCacheBytes?: number;
   /** How long a look that found no outside plant is trusted (quota.ts, RULE 1; see `lookTtlFor`). */
   readonly lookTtlMs?: number;
-  /** Emit the driver's command monitoring events on `client` (tests count round trips with them). */
+  /** Command monitoring events on `client` (tests count round trips). */
   readonly monitorCommands?: boolean;
 }
 
@@ -46,11 +46,9 @@ export const COLLECTION = 'plants';
  * which the contract wants the bound exact again. Above 18 s of STORAGE_TIMEOUT_MS every create looks (docs/storage.md).
  */
 const lookTtlFor = (timeoutMs: number): number => Math.max(0, Math.min(30_000, 55_000 - 3 * timeoutMs));
-/** Heap bytes of one held owner beside its bitset: the object, its Map entry and the owner's name. */
-const HELD_BYTES = 300;
+const HELD_BYTES = 300; // a held owner's heap bytes beside its bitset: the object, its Map entry, the owner's name
 
-/** The adapter's own bound on a call, for a driver that does not give up in time. */
-class DeadlineExceeded extends Error {}
+class DeadlineExceeded extends Error {} // the adapter's own bound on a call, for a driver that does not give up
 
 const unavailable = (e: unknown): boolean =>
   e instanceof DeadlineExceeded || e instanceof IndexUnusable || e instanceof QuotaForgotten || isUnavailable(e);
@@ -258,8 +256,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   return {
     repository,
     client,
-    // Bounded: with a server that hangs, the driver's close would wait for its own timeouts (ending sessions on the
-    // server). Operations still in flight fail with the driver's closed-client errors, which are 503s.
+    // Bounded: the driver's close waits on a hanging server; requests in flight fail with its closed-client 503s.
     close: async () => {
       clearInterval(recheckTimer);
       const bound = sleep(Math.min(CLOSE_BOUND_MS, timeoutMs), undefined, { ref: false });

@@ -12,9 +12,8 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  *
  *   RULE 1. An inside insert goes ahead only after a look (a read of the owner's slots) that found no outside plant,
  *           sent less than `lookTtlMs` before, by this process's own clock.
- *   RULE 2. An owner with outside plants has them moved into free inside slots (each move arbitrated by the unique
- *           index, as an insert is) when it keeps fewer than `max` plants, and is looked at again; otherwise it is
- *           refused.
+ *   RULE 2. An owner with outside plants keeping fewer than `max` has them moved into free inside slots (each move
+ *           arbitrated by the unique index, as an insert is) and is looked at again; otherwise it is refused.
  *   RULE 3. A refusal (OwnerFull) is decided on the owner's count read from the store during the request.
  *   RULE 4. A delete removes the document it found by `_id`, never by a filter a later create could match.
  *
@@ -24,9 +23,8 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  * request's deadline after the last such process stopped, every look trusted was sent after its last write (the
  * contract's 60 s; mongodb-plant-repository.ts chooses the expiry so).
  *
- * What this process remembers of an owner (`Held`) is a hint that the index corrects: the inside slots it knows taken
- * (1 bit a slot), the outside plants it saw, and when its last clean look was sent. A slot believed free but taken
- * costs a retry; a slot believed taken but free at worst makes the owner look full, and RULE 3 then reads the truth.
+ * What this process remembers of an owner (`Held`) is a hint the index corrects: a slot believed free but taken costs
+ * a retry; one believed taken but free at worst makes the owner look full, and RULE 3 then reads the truth.
  */
 
 /**
@@ -109,10 +107,11 @@ class Held {
    * The lowest slot believed free (so that an owner stays packed from slot 0, and a glance at its highest slot finds
    * room above), skipping a byte whose slots are all taken; undefined when every inside slot is believed taken.
    */
-  nextFree(): number | undefined {
+  nextFree(from = 0): number | undefined {
     if (this.used >= this.max) return undefined;
-    for (let slot = 0; slot < this.max; slot++) {
-      if (this.taken[slot >> 3] === 0xff) slot += 7;
+    for (let i = 0; i < this.max; i++) {
+      const slot = (from + i) % this.max;
+      if (this.taken[slot >> 3] === 0xff) i += 7 - (slot & 7);
       else if (!this.has(slot)) return slot;
     }
     return undefined;
@@ -284,7 +283,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     check: Check,
   ): Promise<InsertOutcome | undefined> => {
     let state = await current(owner, max, check);
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+    for (let round = 0, collisions = 0; round < MAX_ROUNDS; round++) {
       if (state.outside > 0) {
         if (state.count >= max) {
           const refused = await refusal(owner, plant, state, check);
@@ -295,7 +294,10 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
         state = await load(owner, max, check);
         continue;
       }
-      const slot = state.nextFree();
+      // After a collision, one further out at random (the window doubling): creates through several processes, each
+      // from the lowest free slot, stop meeting.
+      const low = state.nextFree();
+      const slot = low === undefined || collisions === 0 ? low : state.nextFree(low + random(2 << collisions));
       if (slot === undefined) {
         const refused = await refusal(owner, plant, state, check);
         if (refused !== undefined) return refused;
@@ -311,7 +313,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
         const stored = (await store.find(owner, plant.id))?.plant;
         if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported };
       }
-      // Another create took the slot: the next one believed free, on the same look while it is young enough.
+      // Another create took the slot: another one believed free, on the same look while it is young enough.
+      collisions++;
       if (now() - state.cleanAt >= lookTtlMs) state = await current(owner, max, check);
     }
     return undefined;

@@ -56,7 +56,8 @@ export interface Page {
 /** The caller's owner's figures against its quota (`Quota-Limit`, `Quota-Used`), answered by creates. */
 export interface Quota {
   readonly limit: number;
-  readonly used: number;
+  /** Undefined while the serving process has not counted the owner yet (MongoDB, rarely). */
+  readonly used: number | undefined;
 }
 
 /** The caller's allowance in the current window (`RateLimit-*`), answered while the service limits rates. */
@@ -436,7 +437,7 @@ export class PlantStore {
 
   #observe(headers: Headers) {
     const [limit, used] = [count(headers, 'quota-limit'), count(headers, 'quota-used')];
-    if (limit !== undefined && used !== undefined) this.#quota = { limit, used };
+    if (limit !== undefined) this.#quota = { limit, used };
     const [rate, remaining, resetSeconds] = ['limit', 'remaining', 'reset'].map((f) =>
       count(headers, `ratelimit-${f}`),
     );

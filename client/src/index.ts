@@ -184,7 +184,11 @@ const BEARER = /^[A-Za-z0-9\-._~+/]+=*$/;
 const bearerProblem = (token: unknown) =>
   typeof token !== 'string' || token.length > 4096 || !BEARER.test(token)
     ? `token: must be a bearer token (1 to 4096 of [A-Za-z0-9-._~+/], then any "="), got ${
-        typeof token !== 'string' ? typeof token : token === '' ? 'an empty one' : 'another'
+        typeof token !== 'string'
+          ? `a ${typeof token}`
+          : token === ''
+            ? 'an empty string'
+            : `${token.length} characters, not all of them so`
       }`
     : undefined;
 

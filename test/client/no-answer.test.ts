@@ -22,14 +22,21 @@ const closing = (server: Server | ReturnType<typeof createServer>) =>
     server.close(() => resolve());
   });
 
-/** A server that accepts connections and never answers: how many it has accepted. */
+/**
+ * A server that accepts connections and never answers: how many requests it has been sent (connections do not tell:
+ * fetch may open a spare one after an abort).
+ */
 const hung = async () => {
   const sockets: Socket[] = [];
-  const server = createServer((socket) => void sockets.push(socket));
+  let requests = 0;
+  const server = createServer((socket) => {
+    sockets.push(socket);
+    socket.once('data', () => requests++);
+  });
   const at = await listen(server);
   return {
     ...at,
-    connections: () => sockets.length,
+    requests: () => requests,
     close: async () => {
       for (const s of sockets) s.destroy();
       await at.close();
@@ -81,7 +88,7 @@ test('network: a connection dropped before the service saw it is retried, and th
   try {
     const client = new PlantStore({ baseUrl: at.base, token: svc.token.alice, retries: 1 });
     assert.equal(await client.create({ id: 1n, name: 'a' }), { name: 'a' });
-    assert.is(connections, 2, 'the retry came on a new connection');
+    assert.ok(connections >= 2, 'the retry came on a new connection');
     assert.is(svc.logs().filter((l) => l['route'] === 'POST /plants').length, 1, 'the service saw one request');
   } finally {
     await at.close();
@@ -97,7 +104,7 @@ test('timeout: a hung service, each attempt bounded by timeoutMs, retried within
     assert.equal([failed.kind, failed.status], ['timeout', 0]);
     assert.is(failed.message, 'no answer within 200 ms (timeoutMs)');
     assert.ok(failed.cause !== undefined, 'the cause kept');
-    assert.is(server.connections(), 2, 'one retry');
+    assert.is(server.requests(), 2, 'one retry');
   } finally {
     await server.close();
   }
@@ -123,7 +130,7 @@ test('timeout: by default an attempt is bounded at 10 s', async () => {
     const failed = await rejection(new PlantStore({ baseUrl: server.base, token: 't' }).page());
     assert.equal([failed.kind, failed.message], ['timeout', 'no answer within 10000 ms (timeoutMs)']);
     assert.ok(performance.now() - started >= 9_900, 'not before its time');
-    assert.is(server.connections(), 1, 'no retry by default');
+    assert.is(server.requests(), 1, 'no retry by default');
   } finally {
     await server.close();
   }
@@ -141,7 +148,7 @@ test('aborted: the caller’s signal ends an attempt in flight, with its reason,
     setTimeout(() => controller.abort(reason), 100);
     const failed = await rejection(call);
     assert.equal([failed.kind, failed.status, failed.cause], ['aborted', 0, reason]);
-    assert.ok(server.connections() <= 1, 'no retry sent');
+    assert.ok(server.requests() <= 1, 'no retry sent');
   } finally {
     await server.close();
   }

@@ -598,3 +598,11 @@ export const startAlertmanager = async (bin: string, config: string): Promise<Ru
     dir,
   );
 };
+
+/** systemd-analyze (Debian: apt-get install systemd), for `systemd-analyze verify` of ops/systemd's unit. */
+export const systemdAnalyzeBinary = (): { bin: string } | { skip: string } =>
+  locate(
+    'systemd-analyze',
+    [process.env['SYSTEMD_ANALYZE_BIN'], onPath('systemd-analyze'), '/usr/bin/systemd-analyze'],
+    'apt-get install systemd',
+  );

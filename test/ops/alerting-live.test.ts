@@ -167,17 +167,22 @@ test('storage stopped: one page (PlantStoreBackendDown), its symptoms inhibited,
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
   let driving = true;
   let id = 0;
-  // Steady API traffic, as clients keep sending through an outage: creates and lists.
+  const sent = new Set<Promise<unknown>>();
+  // Steady API traffic, as clients keep sending through an outage: a create, a list and a readiness probe every 200 ms,
+  // each round sent without waiting for the last (requests held by an outage must not slow the rate of errors).
   const traffic = (async () => {
     while (driving) {
       id += 1;
-      await Promise.all([
+      const round = Promise.all([
         fetch(`${base}/plants`, { method: 'POST', headers, body: JSON.stringify({ id, name: 'Fern' }) }),
         fetch(`${base}/plants?limit=5`, { headers }),
         fetch(`${base}/readyz`),
       ]).catch(() => undefined);
-      await sleep(100);
+      sent.add(round);
+      void round.then(() => sent.delete(round));
+      await sleep(200);
     }
+    await Promise.all(sent);
   })();
   const pages = () => received.filter((n) => n.receiver === '/page');
   try {

@@ -133,6 +133,7 @@ const main = async (): Promise<void> => {
     config.tracing === undefined ? undefined : await startTracing(config.tracing, config, serviceVersion());
   const metrics = serviceMetrics({
     inFlight,
+    inFlightCountsScrapes: config.metricsPort === undefined,
     version: serviceVersion(),
     ...(tracing === undefined ? {} : { droppedSpans: tracing.droppedSpans }),
   });

@@ -1,7 +1,7 @@
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import pino from 'pino';
 import * as assert from 'uvu/assert';
-import { closeAfterResponses, createHttpServer, defaultServerLimits } from '../../adapters/http/server/server.js';
+import { createHttpServer, defaultServerLimits, drain } from '../../adapters/http/server/server.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { aPlant, right } from '../support/fixtures.js';
 import { startService, type Service } from '../support/http.js';
@@ -188,12 +188,7 @@ test('a request already sent on a connection accepted as the shutdown begins is 
     logger: pino({ level: 'silent' }),
     limits: defaultServerLimits,
   });
-  server.on('connection', () =>
-    setImmediate(() => {
-      closeAfterResponses(server);
-      server.close();
-    }),
-  );
+  server.on('connection', () => setImmediate(() => void drain(server)));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const received = await new Promise<string>((resolve) => {

@@ -164,7 +164,13 @@ test('a burst of refused connections is counted in full in the log, with no refu
     const burst = await Promise.all(Array.from({ length: 6 }, () => openWire(svc.port)));
     wires.push(...burst);
     await Promise.all(burst.map((w) => w.closed(5000))); // every one of the burst is refused
-    await sleep(100);
+    // Each of the first two is either served (it gets an answer) or refused (it is closed): known once it has one.
+    await Promise.all(
+      wires.slice(0, 2).map((w) => {
+        w.write(GET);
+        return Promise.race([w.response(1, 5000), w.closed(5000)]).catch(() => undefined);
+      }),
+    );
     const refused = burst.length + wires.slice(0, 2).filter((w) => w.isClosed()).length;
     const counted = () =>
       svc

@@ -94,12 +94,15 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
         if (res !== undefined && !res.headersSent) res.setHeader('Connection', 'close');
       }
     }
-    const sweep = setInterval(() => {
+    // Looked at in the turn's check phase, after its poll: what the kernel holds for a connection is read by then,
+    // however long the event loop was busy before the timer ran.
+    const look = (): void => {
       for (const [socket, conn] of connections) {
         if (conn.unanswered === 0 && socket.bytesRead === conn.sweptAt) socket.destroy();
         conn.sweptAt = socket.bytesRead;
       }
-    }, SWEEP_MS).unref();
+    };
+    const sweep = setInterval(() => setImmediate(look), SWEEP_MS).unref();
     return closed.finally(() => clearInterval(sweep));
   });
 

@@ -5,7 +5,7 @@ import { onStopSignal } from './signals.js';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { corsPolicy } from '../adapters/http/server/cors.js';
-import { closeAfterResponses, defaultServerLimits, requestsInFlight } from '../adapters/http/server/server.js';
+import { defaultServerLimits, drain, requestsInFlight } from '../adapters/http/server/server.js';
 import { metricsServer } from '../adapters/http/server/metrics.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
 import {
@@ -164,13 +164,9 @@ const main = async (): Promise<void> => {
     }
     if (api !== undefined && serving) {
       const server = api;
-      closeAfterResponses(server);
-      const closed = new Promise<boolean>((resolve) => server.close(() => resolve(true)));
       // Keep-alive connections go as soon as they are idle; whatever is still busy at the bound is cut.
-      const idle = setInterval(() => server.closeIdleConnections(), 50);
-      server.closeIdleConnections();
+      const closed = drain(server).then(() => true);
       const drained = (await within(closed, left())) === true;
-      clearInterval(idle);
       if (drained) logger.info({}, 'in-flight requests finished');
       else {
         logger.warn({ cutRequests: inFlight() }, 'shutdown bound reached: cutting the requests still running');

@@ -2,9 +2,30 @@
 // Builds first only when a source is newer than dist/ (scripts/build.mjs), then runs the entry point in this same
 // process, so that the signals npm forwards reach the service itself (package.json starts this with `exec`, so no
 // shell stays in between either). Production runs `node dist/bootstrap/main.js` directly (see README).
-import { resolve } from 'node:path';
+// On a Node.js older than the supported lines (24, 26), as a machine's own may be, it runs itself again on Node.js 26
+// LTS from scripts/install-node26.sh (fetched once, then reused), so that the README's commands work there too.
+import { execFileSync, spawn } from 'node:child_process';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { abortBuild, ensureBuilt, root } from './build.mjs';
+
+if (Number(process.versions.node.split('.')[0]) < 24) {
+  process.stderr.write(
+    `Node.js ${process.versions.node} is older than 24: running on Node.js 26 (scripts/install-node26.sh)\n`,
+  );
+  const install = join(root, 'scripts/install-node26.sh');
+  const bin = execFileSync('bash', [install], { stdio: ['ignore', 'pipe', 'inherit'] })
+    .toString()
+    .trim()
+    .split('\n')
+    .pop();
+  const env = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` };
+  const child = spawn(join(bin, 'node'), process.argv.slice(1), { stdio: 'inherit', env });
+  // The signals npm forwards go on to the service, which drains and exits; this process exits as it does.
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 0)));
+  await new Promise(() => undefined);
+}
 
 const [entry] = process.argv.splice(2, 1);
 if (entry === undefined) {

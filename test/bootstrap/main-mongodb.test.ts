@@ -4,7 +4,7 @@ import { COLLECTION, INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-p
 import { runNode } from '../support/process.js';
 import { ferretDbBinary, sharedFerretDb, startFerretDb } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
-import { startTcpProxy } from '../support/tcp-proxy.js';
+import { carries, startTcpProxy } from '../support/tcp-proxy.js';
 import { eventually } from '../support/wait.js';
 
 const binary = ferretDbBinary();
@@ -137,9 +137,9 @@ test('a request cut by the shutdown bound while the store does not answer is log
     const base = `http://127.0.0.1:${/"port":(\d+)/.exec(svc.stdout())?.[1]}`;
     const headers = { authorization: `Bearer ${token}`, 'x-request-id': 'cut-by-shutdown' };
     assert.is((await fetch(`${base}/plants`, { headers })).status, 200, 'the store answers before it is held');
-    proxy.holdUpstream();
+    proxy.holdUpstream(carries('find'));
     const cut = fetch(`${base}/plants`, { headers }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 300));
+    await proxy.firstHeld(); // the request's find has reached the store, which does not answer
     svc.child.kill('SIGTERM');
     assert.is(await svc.exited, 0);
     assert.ok((await cut) instanceof Error, 'the client got no answer');

@@ -17,22 +17,36 @@ export const REPAIR_COMMAND = 'npm run storage -- repair';
 /** An index the service relies on is not in place: creates answer 503 until it is. */
 export class IndexUnusable extends Error {}
 
-const NAMESPACE_NOT_FOUND = 26;
+/** An index as `listIndexes` lists it, or as `$indexStats` shows it: its `spec`, and `building: true` while built. */
+type Listed = { unique?: unknown; key?: unknown; spec?: Listed; building?: unknown };
 
-/** The unique indexes of INDEX_SPECS missing from the collection (one listIndexes; none of a collection not there). */
+/**
+ * The indexes of the collection: `$indexStats`, which tells an index still being built (`listIndexes` lists it like any
+ * other, and a unique one lets duplicates in until its build completes); `listIndexes` where `$indexStats` is not
+ * implemented (FerretDB, whose index is complete once its createIndexes answers). None of a collection not there.
+ */
+const listed = (collection: Collection<Document>): Promise<Listed[]> =>
+  collection
+    .aggregate<Listed>([{ $indexStats: {} }])
+    .toArray()
+    .catch((e: unknown) => {
+      if ((e as { code?: unknown }).code !== 238 /* NotImplemented */) throw e;
+      return collection.listIndexes().toArray();
+    })
+    .catch((e: unknown) => {
+      if ((e as { code?: unknown }).code === 26 /* NamespaceNotFound */) return [];
+      throw e;
+    });
+
+/** The unique indexes of INDEX_SPECS not in place: missing, or still being built (on any shard). */
 export const missingIndexes = async (
   collection: Collection<Document>,
 ): Promise<Array<(typeof INDEX_SPECS)[number]>> => {
-  const listed = (await collection
-    .listIndexes()
-    .toArray()
-    .catch((e: unknown) => {
-      if ((e as { code?: unknown }).code === NAMESPACE_NOT_FOUND) return [];
-      throw e;
-    })) as Array<{ readonly unique?: unknown; readonly key?: unknown }>;
   // A key's numbers as numbers, whichever BSON type they were created with (a Long reads as a bigint here).
   const text = (key: unknown) => JSON.stringify(key, (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v));
-  const keys = listed.filter((i) => i.unique === true).map((i) => text(i.key));
+  const indexes = (await listed(collection)).map((i) => ({ ...(i.spec ?? i), building: i.building === true }));
+  const building = indexes.filter((i) => i.building).map((i) => text(i.key));
+  const keys = indexes.filter((i) => i.unique === true && !building.includes(text(i.key))).map((i) => text(i.key));
   return INDEX_SPECS.filter((spec) => !keys.includes(text(spec.key)));
 };
 

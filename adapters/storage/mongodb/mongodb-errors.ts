@@ -4,30 +4,16 @@ import * as mongo from 'mongodb';
  * Which driver errors mean "the store cannot answer now" (503: retry later, outcome unknown), decided by what the
  * driver says (its exported classes, the labels it and the server attach, the server's codes), never by a pattern over
  * class names. Everything else is a fault. First, the server codes for "not now": not (or no longer) the primary,
- * shutting down or changing state, a peer unreachable, out of time (the driver's retryable and SDAM lists use them).
+ * shutting down or changing state, a peer unreachable, out of time (the driver's retryable and SDAM lists use them):
+ * HostUnreachable 6, HostNotFound 7, MaxTimeMSExpired 50, StaleShardVersion 63, WriteConcernFailed 64 (named
+ * WriteConcernTimeout before MongoDB 8.1), NetworkTimeout 89, ShutdownInProgress 91, FailedToSatisfyReadPreference 133,
+ * ReadConcernMajorityNotAvailableYet 134, StaleEpoch 150, PrimarySteppedDown 189, ExceededTimeLimit 262,
+ * SocketException 9001, LegacyNotPrimary 10058, NotWritablePrimary 10107, InterruptedAtShutdown 11600, Interrupted
+ * 11601, InterruptedDueToReplStateChange 11602, StaleConfig 13388, NotPrimaryNoSecondaryOk 13435, NotPrimaryOrSecondary
+ * 13436.
  */
-export const UNAVAILABLE_CODES: ReadonlyMap<number, string> = new Map([
-  [6, 'HostUnreachable'],
-  [7, 'HostNotFound'],
-  [50, 'MaxTimeMSExpired'],
-  [63, 'StaleShardVersion'],
-  [64, 'WriteConcernFailed'], // WriteConcernTimeout before MongoDB 8.1
-  [89, 'NetworkTimeout'],
-  [91, 'ShutdownInProgress'],
-  [133, 'FailedToSatisfyReadPreference'],
-  [134, 'ReadConcernMajorityNotAvailableYet'],
-  [150, 'StaleEpoch'],
-  [189, 'PrimarySteppedDown'],
-  [262, 'ExceededTimeLimit'],
-  [9001, 'SocketException'],
-  [10058, 'LegacyNotPrimary'],
-  [10107, 'NotWritablePrimary'],
-  [11600, 'InterruptedAtShutdown'],
-  [11601, 'Interrupted'],
-  [11602, 'InterruptedDueToReplStateChange'],
-  [13388, 'StaleConfig'],
-  [13435, 'NotPrimaryNoSecondaryOk'],
-  [13436, 'NotPrimaryOrSecondary'],
+export const UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
+  6, 7, 50, 63, 64, 89, 91, 133, 134, 150, 189, 262, 9001, 10058, 10107, 11600, 11601, 11602, 13388, 13435, 13436,
 ]);
 
 /** Write-concern failures that are configuration, not weather: waiting will not help (a fault, logged as one). */

@@ -18,7 +18,7 @@ export const REPAIR_COMMAND = 'npm run storage -- repair';
 export class IndexUnusable extends Error {}
 
 /** An index as `listIndexes` lists it, or as `$indexStats` shows it: its `spec`, and `building: true` while built. */
-type Listed = { unique?: unknown; key?: unknown; spec?: Listed; building?: unknown };
+export type Listed = { unique?: unknown; key?: unknown; spec?: Listed; building?: unknown };
 
 /**
  * The indexes of the collection: `$indexStats`, which tells an index still being built (`listIndexes` lists it like any
@@ -38,17 +38,17 @@ const listed = (collection: Collection<Document>): Promise<Listed[]> =>
       throw e;
     });
 
-/** The unique indexes of INDEX_SPECS not in place: missing, or still being built (on any shard). */
-export const missingIndexes = async (
-  collection: Collection<Document>,
-): Promise<Array<(typeof INDEX_SPECS)[number]>> => {
+/** The unique indexes of INDEX_SPECS not in place among those listed: missing, or still being built (on any shard). */
+export const notInPlace = (found: readonly Listed[]): Array<(typeof INDEX_SPECS)[number]> => {
   // A key's numbers as numbers, whichever BSON type they were created with (a Long reads as a bigint here).
   const text = (key: unknown) => JSON.stringify(key, (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v));
-  const indexes = (await listed(collection)).map((i) => ({ ...(i.spec ?? i), building: i.building === true }));
+  const indexes = found.map((i) => ({ ...(i.spec ?? i), building: i.building === true }));
   const building = indexes.filter((i) => i.building).map((i) => text(i.key));
   const keys = indexes.filter((i) => i.unique === true && !building.includes(text(i.key))).map((i) => text(i.key));
   return INDEX_SPECS.filter((spec) => !keys.includes(text(spec.key)));
 };
+
+export const missingIndexes = async (collection: Collection<Document>) => notInPlace(await listed(collection));
 
 /**
  * Keeps the unique indexes in place: a check lists them (the service's timer asks every 30 s, so a dropped index is

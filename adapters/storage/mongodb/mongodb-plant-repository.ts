@@ -68,18 +68,22 @@ const guarded =
   async () => {
     const controller = new AbortController();
     const { signal } = controller;
-    const timer = setTimeout(() => controller.abort(new DeadlineExceeded('storage deadline exceeded')), timeoutMs);
-    const ended = new Promise<never>((_, no) => signal.addEventListener('abort', () => no(signal.reason as Error)));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller.abort(new DeadlineExceeded('storage deadline exceeded'));
+        reject(signal.reason as Error);
+      }, timeoutMs);
+    });
     try {
       const call = request.run({ signal, deadline: performance.now() + timeoutMs }, run, () => signal.throwIfAborted());
-      return E.right(await Promise.race([call, ended]));
+      return E.right(await Promise.race([call, deadline]));
     } catch (e) {
+      controller.abort(e); // past its deadline, or failed: a branch of the call still running sends nothing more
       if (unavailable(e)) return E.left(storageUnavailable);
       throw e;
     } finally {
-      // Answered, or past its deadline: a branch of the call still running sends nothing more.
       clearTimeout(timer);
-      controller.abort(new DeadlineExceeded('the call has ended'));
     }
   };
 
@@ -111,9 +115,8 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     heartbeatFrequencyMS: 2000,
     minHeartbeatFrequencyMS: 200,
     // Creates, deletes and moves are insertOne/deleteOne/updateOne: on a replica set the driver retries each once,
-    // transparently, across an election (the server recognizes a retry of a write it already applied).
+    // transparently, across an election (the server recognizes a retry of a write it already applied); reads too.
     retryWrites: true,
-    retryReads: true,
     appName: 'plant-store',
     monitorCommands: options.monitorCommands ?? false,
   });
@@ -208,7 +211,6 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       throw e;
     }));
 
-  /** A call once connected, under the request's deadline. */
   const call = <A>(run: (check: () => void) => Promise<A>) =>
     guarded(timeoutMs, (check) => connect().then(() => run(check)));
   const repository: PlantRepository = {

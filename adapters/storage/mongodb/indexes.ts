@@ -21,16 +21,18 @@ export class IndexUnusable extends Error {}
 export type Listed = { unique?: unknown; key?: unknown; spec?: Listed; building?: unknown };
 
 /**
- * The indexes of the collection: `$indexStats`, which tells an index still being built (`listIndexes` lists it like any
- * other, and a unique one lets duplicates in until its build completes); `listIndexes` where `$indexStats` is not
- * implemented (FerretDB, whose index is complete once its createIndexes answers). None of a collection not there.
+ * The collection's indexes: `$indexStats` tells one still being built (`listIndexes` lists it as built, and a unique one
+ * lets duplicates in until done); `listIndexes` where it is not implemented (FerretDB, which answers createIndexes once
+ * built) or not granted (`blind` called: one being built is taken as built). None of a collection not there.
  */
-const listed = (collection: Collection<Document>): Promise<Listed[]> =>
+const listed = (collection: Collection<Document>, blind: () => void): Promise<Listed[]> =>
   collection
     .aggregate<Listed>([{ $indexStats: {} }])
     .toArray()
     .catch((e: unknown) => {
-      if ((e as { code?: unknown }).code !== 238 /* NotImplemented */) throw e;
+      const code = (e as { code?: unknown }).code;
+      if (code !== 238 /* NotImplemented */ && code !== 13 /* Unauthorized */) throw e;
+      if (code === 13) blind();
       return collection.listIndexes().toArray();
     })
     .catch((e: unknown) => {
@@ -48,7 +50,8 @@ export const notInPlace = (found: readonly Listed[]): Array<(typeof INDEX_SPECS)
   return INDEX_SPECS.filter((spec) => !keys.includes(text(spec.key)));
 };
 
-export const missingIndexes = async (collection: Collection<Document>) => notInPlace(await listed(collection));
+export const missingIndexes = async (collection: Collection<Document>, blind = () => {}) =>
+  notInPlace(await listed(collection, blind));
 
 /**
  * Keeps the unique indexes in place: a check lists them (the service's timer asks every 30 s, so a dropped index is
@@ -72,9 +75,14 @@ export const indexUpkeep = (
   let lost = false;
   let running: Promise<void> | undefined;
   let reported = '';
+  let blind = false;
+  const unsure = () => {
+    if (!blind) logger.warn({ namespace }, 'storage: no indexStats privilege: an index being built is taken as built');
+    blind = true;
+  };
 
   const build = async (): Promise<void> => {
-    const missing = await missingIndexes(collection);
+    const missing = await missingIndexes(collection, unsure);
     if (missing.length > 0) {
       if (state === 'ok') {
         lost = true;
@@ -96,7 +104,7 @@ export const indexUpkeep = (
         });
       }
       // Listed again: a build refused because another process's build of the same index came first is no problem.
-      if (problem !== '' && (await missingIndexes(collection)).length > 0) {
+      if (problem !== '' && (await missingIndexes(collection, unsure)).length > 0) {
         if (problem !== reported) logger.error({ namespace }, `storage: creates answer 503: ${problem}`);
         reported = problem;
         return;

@@ -38,9 +38,8 @@ const UNEXPORTED_UNAVAILABLE = new Set(['MongoPoolClosedError', 'MongoWaitQueueT
 
 /** Socket errors the driver lets through unwrapped (a command written to a connection a killed server closed). */
 const CONNECTION_GONE = new Set(
-  'EPIPE ECONNRESET ECONNREFUSED ECONNABORTED ETIMEDOUT EHOSTUNREACH ENETUNREACH ENOTCONN ERR_SOCKET_CLOSED ERR_STREAM_DESTROYED ERR_STREAM_WRITE_AFTER_END'.split(
-    ' ',
-  ),
+  `EPIPE ECONNRESET ECONNREFUSED ECONNABORTED ETIMEDOUT EHOSTUNREACH ENETUNREACH ENOTCONN ERR_SOCKET_CLOSED
+  ERR_STREAM_DESTROYED ERR_STREAM_WRITE_AFTER_END`.split(/\s+/),
 );
 
 /**
@@ -71,32 +70,25 @@ export const isUnavailable = (e: unknown): boolean => {
   if (e instanceof mongo.MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
   if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
   if (e instanceof mongo.MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
-  if (
-    e instanceof mongo.MongoServerError &&
-    Number(e.code) === 1 &&
-    FERRETDB_BACKEND_GONE.test(e.errmsg ?? e.message)
-  ) {
-    return true;
-  }
+  if (ferretDbSays(e, FERRETDB_BACKEND_GONE)) return true;
   return (e instanceof mongo.MongoServerError && UNAVAILABLE_CODES.has(Number(e.code))) || isWriteConflict(e);
 };
+
+/** The server's error code; and whether FerretDB passed on its backend's `text` as an InternalError (code 1). */
+const codeOf = (e: unknown) => (e instanceof mongo.MongoServerError ? Number(e.code) : undefined);
+const ferretDbSays = (e: unknown, text: RegExp) =>
+  e instanceof mongo.MongoServerError && Number(e.code) === 1 && text.test(e.errmsg ?? e.message);
 
 /**
  * A unique index refused a write or a build: DuplicateKey (11000), or FerretDB's InternalError (code 1) carrying its
  * backend's refusal of an update or a build (SQLite's "UNIQUE constraint failed", PostgreSQL's SQLSTATE 23505).
  */
-export const isDuplicateKey = (e: unknown): boolean => {
-  if (!(e instanceof mongo.MongoServerError)) return false;
-  if (Number(e.code) === 11000) return true;
-  return Number(e.code) === 1 && /UNIQUE constraint failed|\(SQLSTATE 23505\)/.test(e.errmsg ?? e.message);
-};
+export const isDuplicateKey = (e: unknown): boolean =>
+  codeOf(e) === 11000 || ferretDbSays(e, /UNIQUE constraint failed|\(SQLSTATE 23505\)/);
 
 /**
  * The server gave up a write that collided with another at the same moment, changing nothing: WriteConflict (112), or
  * FerretDB passing on PostgreSQL's deadlock (40P01) or serialization failure (40001) as an InternalError (code 1).
  */
-export const isWriteConflict = (e: unknown): boolean => {
-  if (!(e instanceof mongo.MongoServerError)) return false;
-  if (Number(e.code) === 112) return true;
-  return Number(e.code) === 1 && /\(SQLSTATE (40P01|40001)\)/.test(e.errmsg ?? e.message);
-};
+export const isWriteConflict = (e: unknown): boolean =>
+  codeOf(e) === 112 || ferretDbSays(e, /\(SQLSTATE (40P01|40001)\)/);

@@ -20,25 +20,27 @@ export class IndexUnusable extends Error {}
 /** An index as `listIndexes` lists it, or as `$indexStats` shows it: its `spec`, and `building: true` while built. */
 export type Listed = { unique?: unknown; key?: unknown; spec?: Listed; building?: unknown };
 
+/** Collections whose server does not implement `$indexStats` (FerretDB) or does not grant it: asked once. */
+const withoutIndexStats = new WeakSet<object>();
+
 /**
  * The collection's indexes: `$indexStats` tells one still being built (`listIndexes` lists it as built, and a unique one
  * lets duplicates in until done); `listIndexes` where it is not implemented (FerretDB, which answers createIndexes once
  * built) or not granted (`blind` called: one being built is taken as built). None of a collection not there.
  */
-const listed = (collection: Collection<Document>, blind: () => void): Promise<Listed[]> =>
-  collection
-    .aggregate<Listed>([{ $indexStats: {} }])
-    .toArray()
-    .catch((e: unknown) => {
-      const code = (e as { code?: unknown }).code;
-      if (code !== 238 /* NotImplemented */ && code !== 13 /* Unauthorized */) throw e;
-      if (code === 13) blind();
-      return collection.listIndexes().toArray();
-    })
-    .catch((e: unknown) => {
-      if ((e as { code?: unknown }).code === 26 /* NamespaceNotFound */) return [];
-      throw e;
-    });
+const listed = async (collection: Collection<Document>, blind: () => void): Promise<Listed[]> => {
+  try {
+    if (!withoutIndexStats.has(collection)) return await collection.aggregate<Listed>([{ $indexStats: {} }]).toArray();
+    return (await collection.listIndexes().toArray()) as Listed[];
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 26 /* NamespaceNotFound */) return [];
+    if (code !== 238 /* NotImplemented */ && code !== 13 /* Unauthorized */) throw e;
+    if (code === 13) blind();
+    withoutIndexStats.add(collection);
+    return listed(collection, blind);
+  }
+};
 
 /** The unique indexes of INDEX_SPECS not in place among those listed: missing, or still being built (on any shard). */
 export const notInPlace = (found: readonly Listed[]): Array<(typeof INDEX_SPECS)[number]> => {
@@ -75,11 +77,8 @@ export const indexUpkeep = (
   let lost = false;
   let running: Promise<void> | undefined;
   let reported = '';
-  let blind = false;
-  const unsure = () => {
-    if (!blind) logger.warn({ namespace }, 'storage: no indexStats privilege: an index being built is taken as built');
-    blind = true;
-  };
+  const unsure = () =>
+    logger.warn({ namespace }, 'storage: no indexStats privilege: an index being built is taken as built');
 
   const build = async (): Promise<void> => {
     const missing = await missingIndexes(collection, unsure);

@@ -247,12 +247,6 @@ const main = async (): Promise<void> => {
   }
   if (stopping) return;
 
-  if (connected.generatedToken !== undefined) {
-    process.stdout.write(
-      `No AUTH_TOKENS configured: generated a token for this run (owner "local", scopes plants:read plants:write):\n` +
-        `${connected.generatedToken}\n`,
-    );
-  }
   if (config.storage.kind === 'memory') {
     logger.warn(
       { storage: 'memory' },

@@ -12,8 +12,9 @@ import type { BackendMetrics, CallOutcome } from './metrics.js';
  * timed into the metrics, and the backend's availability is tracked from the outcomes. An outage is logged once when
  * it starts (warn, with the driver's reason) and once when it ends (info, with its length), at most one outage line
  * per backend every `throttleMs`; flapping beyond that is counted into the next line instead of flooding the log.
- * While a backend is known down (its last call failed), calls to it fail at once without reaching it, except one at a
- * time: that probe finds the backend's return, and its success lets every call through again.
+ * While a backend is known down (its last call failed), calls to it fail at once without reaching it, except one probe
+ * at a time, at most one every `probeEveryMs`: the probe finds the backend's return, and its success lets every call
+ * through again.
  */
 
 export type BackendName = 'storage' | 'token store' | 'rate limiter';
@@ -42,6 +43,7 @@ export const redact = (reason: string): string =>
 interface State {
   up: boolean | undefined;
   probing: boolean;
+  probedAt: number;
   downSince: number;
   lastLineAt: number;
   /** Whether this outage's first line was held back by the throttle (then its recovery is too). */
@@ -57,6 +59,7 @@ export const backendObserver = ({
   metrics,
   throttleMs = 10_000,
   reasonWaitMs = 0,
+  probeEveryMs = 1000,
   now = Date.now,
 }: {
   readonly logger: Logger;
@@ -67,6 +70,8 @@ export const backendObserver = ({
    * connection to write to) before the driver's event saying why (the connection's close) has been read.
    */
   readonly reasonWaitMs?: number;
+  /** While a backend is down, the least time from one probe's end to the next probe (Retry-After says 1 s too). */
+  readonly probeEveryMs?: number;
   readonly now?: () => number;
 }): BackendObserver => {
   const states = new Map<BackendName, State>();
@@ -76,6 +81,7 @@ export const backendObserver = ({
       s = {
         up: undefined,
         probing: false,
+        probedAt: -Infinity,
         downSince: 0,
         lastLineAt: -Infinity,
         quiet: false,
@@ -138,12 +144,14 @@ export const backendObserver = ({
     admit: (backend) => {
       const s = stateOf(backend);
       if (s.up !== false) return 'call';
-      if (s.probing) return 'refuse';
+      if (s.probing || now() - s.probedAt < probeEveryMs) return 'refuse';
       s.probing = true;
       return 'probe';
     },
     probed: (backend) => {
-      stateOf(backend).probing = false;
+      const s = stateOf(backend);
+      s.probing = false;
+      s.probedAt = now();
     },
   };
 };

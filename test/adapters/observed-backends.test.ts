@@ -182,8 +182,8 @@ const switchedStore = () => {
   return { store, state, release };
 };
 
-test('while storage is known down, calls fail at once without reaching it, but for one probe at a time', async () => {
-  const { observer } = harness();
+test('while storage is known down, calls fail at once without reaching it, but for one probe a second', async () => {
+  const { observer, advance } = harness();
   const { store, state, release } = switchedStore();
   const plants = observedPlants(store, { observer, metrics: undefined });
   const owner = freshOwner();
@@ -199,11 +199,15 @@ test('while storage is known down, calls fail at once without reaching it, but f
   assert.is(state.reached, 1, 'only the probe reached the store');
   release();
   assert.ok(E.isLeft(await probe));
+  assert.ok(E.isLeft(await create(8)));
+  assert.is(state.reached, 1, 'no probe in the second after one');
+  advance(1000);
   const secondProbe = create(8);
-  assert.is(state.reached, 2, 'the probe that failed made room for the next one');
+  assert.is(state.reached, 2, 'a second later, the next call probes');
   state.down = false;
   release();
   assert.ok(E.isLeft(await secondProbe), 'it had reached the store before its return');
+  advance(1000);
   assert.ok(E.isRight(await create(9)), 'the next probe finds the store back');
   const resumed = await Promise.all([10, 11].map(create));
   assert.ok(resumed.every(E.isRight), 'once a probe answers, every call reaches the store again');

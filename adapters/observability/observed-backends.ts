@@ -212,7 +212,8 @@ const timed =
   };
 
 export const observedPlants = (plants: PlantRepository, probe: Probe): PlantRepository => ({
-  insert: (owner, plant, maxPlants) => timed(probe, 'storage', 'insert', storageUnavailable, plants.insert(owner, plant, maxPlants)),
+  insert: (owner, plant, maxPlants) =>
+    timed(probe, 'storage', 'insert', storageUnavailable, plants.insert(owner, plant, maxPlants)),
   page: (owner, after, limit) => timed(probe, 'storage', 'page', storageUnavailable, plants.page(owner, after, limit)),
   remove: (owner, id) => timed(probe, 'storage', 'remove', storageUnavailable, plants.remove(owner, id)),
   ping: timed(probe, 'storage', 'ping', storageUnavailable, plants.ping),

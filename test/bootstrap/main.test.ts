@@ -27,7 +27,10 @@ const TOKENS = '[{"token":"t","owner":"o","subject":"s","scopes":[]}]';
 test('with no token configured it refuses to start: exit 1, one line naming AUTH_TOKENS and the three ways', async () => {
   const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1' });
   assert.is(await svc.exited, 1);
-  const lines = svc.stderr().split('\n').filter((l) => l !== '');
+  const lines = svc
+    .stderr()
+    .split('\n')
+    .filter((l) => l !== '');
   assert.is(lines.length, 1, svc.stderr());
   assert.match(lines[0] ?? '', /^config: AUTH_TOKENS: .*AUTH_TOKENS_FILE.*AUTH=redis.*AUTH=jwt/);
   jsonLines(svc.stdout());

@@ -24,8 +24,24 @@ import { newToken } from './new-token.js';
  */
 export const KEY_PREFIX = 'plantstore:token:';
 export const keyOf = (token: string): string => KEY_PREFIX + hash('sha256', token, 'hex');
+/**
+ * Each owner's tokens, by key: a set written with the token, so that listing or revoking an owner's tokens costs a
+ * round trip or two and work in proportion to that owner's tokens, never a walk of the keyspace. A member whose token
+ * has expired is dropped by the next list or revoke of that owner. Outside KEY_PREFIX: its changes invalidate nothing.
+ */
+export const ownerIndexOf = (owner: string): string => `plantstore:owner-tokens:${owner}`;
 
 const StoredPrincipal = t.type({ owner: t.string, subject: t.string, scopes: t.string });
+
+/** What a listing shows of a token: never its secret (nor its hash). Times in ms since the epoch. */
+export interface TokenInfo {
+  readonly owner: string;
+  readonly subject: string;
+  readonly scopes: readonly string[];
+  readonly issuedAt: number | undefined;
+  /** undefined: never expires. */
+  readonly expiresAt: number | undefined;
+}
 
 const decodeRecord = (record: Record<string, string>): Principal | undefined => {
   const raw = StoredPrincipal.decode(record);
@@ -61,6 +77,10 @@ export interface RedisTokenStore {
   readonly issue: (grant: TokenGrant) => TE.TaskEither<AuthUnavailable, string>;
   /** Deletes the token; `true` when it existed. */
   readonly revoke: (token: string) => TE.TaskEither<AuthUnavailable, boolean>;
+  /** The owner's live tokens (of one subject, when given): two round trips, in proportion to the owner's tokens. */
+  readonly list: (owner: string, subject?: string) => TE.TaskEither<AuthUnavailable, readonly TokenInfo[]>;
+  /** Deletes the owner's tokens (of one subject, when given), each reported to every process; answers how many. */
+  readonly revokeOwned: (owner: string, subject?: string) => TE.TaskEither<AuthUnavailable, number>;
   /** Whether a lookup may be answered from the cache now (cache on, invalidation stream whole). */
   readonly cacheLive: () => boolean;
   /** Stops listening for invalidations (the Redis connection given is the caller's to close). */
@@ -111,6 +131,39 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
     cache.set(key, { principal, until: sentAt + ttl });
   };
 
+  /** The owner's live tokens (of `subject`, when given) with their keys; members of expired tokens are dropped. */
+  const owned = async (owner: string, subject: string | undefined) => {
+    const index = ownerIndexOf(owner);
+    const keys = await redis.smembers(index);
+    const tx = redis.multi();
+    for (const key of keys) tx.hgetall(key).pttl(key);
+    const replies = keys.length === 0 ? [] : ((await tx.exec()) ?? []);
+    const found: Array<{ key: string; info: TokenInfo }> = [];
+    const gone: string[] = [];
+    const now = Date.now();
+    keys.forEach((key, i) => {
+      const [[recordErr, record] = [], [pttlErr, pttl] = []] = replies.slice(2 * i, 2 * i + 2);
+      if (recordErr || pttlErr) throw recordErr ?? pttlErr;
+      const stored = record as Record<string, string>;
+      const principal = decodeRecord(stored);
+      if (principal === undefined || principal.owner !== owner) return void gone.push(key);
+      if (subject !== undefined && principal.subject !== subject) return;
+      const issued = Number(stored['issued']);
+      found.push({
+        key,
+        info: {
+          owner,
+          subject: principal.subject,
+          scopes: [...principal.scopes],
+          issuedAt: Number.isSafeInteger(issued) ? issued : undefined,
+          expiresAt: Number(pttl) > 0 ? now + Number(pttl) : undefined,
+        },
+      });
+    });
+    if (gone.length > 0) await redis.srem(index, ...gone);
+    return found;
+  };
+
   const verifier: TokenVerifier = {
     verify: (token) => {
       const key = keyOf(token);
@@ -152,10 +205,14 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
       attempt(async () => {
         const token = newToken();
         const key = keyOf(token);
-        const tx = redis
-          .multi()
-          .hset(key, { owner: grant.owner, subject: grant.subject, scopes: grant.scopes.join(' ') });
+        const tx = redis.multi().hset(key, {
+          owner: grant.owner,
+          subject: grant.subject,
+          scopes: grant.scopes.join(' '),
+          issued: Date.now(),
+        });
         if (grant.ttlSeconds !== undefined) tx.expire(key, grant.ttlSeconds);
+        tx.sadd(ownerIndexOf(grant.owner), key);
         const replies = await tx.exec();
         const failed = replies?.find(([err]) => err !== null);
         if (replies === null || failed !== undefined) throw failed?.[0] ?? new Error('transaction aborted');
@@ -165,6 +222,19 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
       attempt(async () => {
         cache.delete(keyOf(token));
         return (await redis.del(keyOf(token))) === 1;
+      }),
+    list: (owner, subject) => attempt(async () => (await owned(owner, subject)).map(({ info }) => info)),
+    revokeOwned: (owner, subject) =>
+      attempt(async () => {
+        const keys = (await owned(owner, subject)).map(({ key }) => key);
+        if (keys.length === 0) return 0;
+        for (const key of keys) cache.delete(key);
+        const replies = await redis
+          .multi()
+          .del(...keys)
+          .srem(ownerIndexOf(owner), ...keys)
+          .exec();
+        return Number(replies?.[0]?.[1] ?? 0);
       }),
     cacheLive: () => invalidations?.live() ?? false,
     close: async () => {

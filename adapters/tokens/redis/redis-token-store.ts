@@ -14,8 +14,8 @@ import { newToken } from './new-token.js';
 
 /**
  * Opaque tokens in Redis (AUTH=redis). A token is kept only as its SHA-256: the key is `plantstore:token:<hex>`, a
- * hash of owner, subject, space-separated scopes and issued (ms), with the token's expiry as the key's TTL. Revoking deletes the
- * key. A lookup that Redis cannot answer in time is AuthUnavailable, never "unknown token".
+ * hash of owner, subject, space-separated scopes and issued (ms), with the token's expiry as the key's TTL. Revoking
+ * deletes the key. A lookup that Redis cannot answer in time is AuthUnavailable, never "unknown token".
  *
  * With the cache on, positive lookups are kept in process memory, and revocation still reaches every process at once:
  * Redis reports every change to a token key to every process (server-assisted client-side caching, see

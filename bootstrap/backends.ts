@@ -105,6 +105,16 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
         }
         closers.push(store.close);
         store.client.on('serverHeartbeatFailed', (event) => hooks.driverError?.('storage', event.failure.message));
+        // The driver's own reading of `hello`: no setName and not a mongos. Said once: it stays true for the run.
+        let standalone = false;
+        store.client.on('serverDescriptionChanged', ({ newDescription }) => {
+          if (standalone || newDescription.type !== 'Standalone') return;
+          standalone = true;
+          logger.warn(
+            { backend: 'storage' },
+            'MongoDB is a standalone server, not a replica set: w: majority is this one server, no failover, and a lost disk loses acknowledged plants (docs/deployment.md)',
+          );
+        });
         return store.repository;
       }
     }

@@ -26,7 +26,7 @@ export interface BackendObserver {
   readonly failed: (backend: BackendName, reason: string) => void;
   /** Whether a call may reach the backend now: 'refuse' while it is known down and another call probes it. */
   readonly admit: (backend: BackendName) => 'call' | 'probe' | 'refuse';
-  /** The probe `admit` let through has its outcome (reported first): the next call may probe. */
+  /** The probe `admit` let through has ended: the next may come `probeEveryMs` later. */
   readonly probed: (backend: BackendName) => void;
 }
 
@@ -42,8 +42,8 @@ export const redact = (reason: string): string =>
 
 interface State {
   up: boolean | undefined;
-  probing: boolean;
-  probedAt: number;
+  /** While down, when the next probe may start (Infinity: one is under way). */
+  nextProbeAt: number;
   downSince: number;
   lastLineAt: number;
   /** Whether this outage's first line was held back by the throttle (then its recovery is too). */
@@ -80,8 +80,7 @@ export const backendObserver = ({
     if (s === undefined) {
       s = {
         up: undefined,
-        probing: false,
-        probedAt: -Infinity,
+        nextProbeAt: 0,
         downSince: 0,
         lastLineAt: -Infinity,
         quiet: false,
@@ -144,14 +143,12 @@ export const backendObserver = ({
     admit: (backend) => {
       const s = stateOf(backend);
       if (s.up !== false) return 'call';
-      if (s.probing || now() - s.probedAt < probeEveryMs) return 'refuse';
-      s.probing = true;
+      if (now() < s.nextProbeAt) return 'refuse';
+      s.nextProbeAt = Infinity;
       return 'probe';
     },
     probed: (backend) => {
-      const s = stateOf(backend);
-      s.probing = false;
-      s.probedAt = now();
+      stateOf(backend).nextProbeAt = now() + probeEveryMs;
     },
   };
 };
@@ -186,29 +183,26 @@ const timed =
     const report = (outcome: CallOutcome) => {
       const ms = performance.now() - started;
       probe.metrics?.observeCall(backend, operation, outcome, ms / 1000);
+      if (admitted === 'probe') probe.observer.probed(backend);
       return ms;
     };
+    let result;
     try {
-      let result;
-      try {
-        result = await task();
-      } catch (e) {
-        report('error');
-        probe.observer.failed(backend, describe(e));
-        throw e;
-      }
-      if (result._tag === 'Right') {
-        report('ok');
-        probe.observer.answered(backend);
-      } else {
-        const ms = report('unavailable');
-        if ((result.left as { _tag?: unknown })._tag !== unavailable._tag) probe.observer.answered(backend);
-        else probe.observer.failed(backend, `no answer (gave up after ${Math.round(ms)} ms)`);
-      }
-      return result;
-    } finally {
-      if (admitted === 'probe') probe.observer.probed(backend);
+      result = await task();
+    } catch (e) {
+      report('error');
+      probe.observer.failed(backend, describe(e));
+      throw e;
     }
+    if (result._tag === 'Right') {
+      report('ok');
+      probe.observer.answered(backend);
+    } else {
+      const ms = report('unavailable');
+      if ((result.left as { _tag?: unknown })._tag !== unavailable._tag) probe.observer.answered(backend);
+      else probe.observer.failed(backend, `no answer (gave up after ${Math.round(ms)} ms)`);
+    }
+    return result;
   };
 
 export const observedPlants = (plants: PlantRepository, probe: Probe): PlantRepository => ({

@@ -143,7 +143,8 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
     const now = Date.now();
     keys.forEach((key, i) => {
       const [[recordErr, record] = [], [pttlErr, pttl] = []] = replies.slice(2 * i, 2 * i + 2);
-      if (recordErr || pttlErr) throw recordErr ?? pttlErr;
+      if (recordErr) throw recordErr;
+      if (pttlErr) throw pttlErr;
       const stored = record as Record<string, string>;
       const principal = decodeRecord(stored);
       if (principal === undefined || principal.owner !== owner) return void gone.push(key);

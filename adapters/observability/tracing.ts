@@ -16,6 +16,7 @@ import { subscribe } from 'node:diagnostics_channel';
 import { ExportResultCode, W3CTraceContextPropagator, isTracingSuppressed } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import {
+  defaultResource,
   detectResources,
   envDetector,
   hostDetector,
@@ -55,6 +56,7 @@ import {
 } from '@opentelemetry/semantic-conventions';
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
 import type { Logger } from '../../application/ports/logger.js';
+import { redact } from './observed-backends.js';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import type { RateLimiter } from '../../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../../application/ports/token-verifier.js';
@@ -172,7 +174,8 @@ const countedBatches = (
 
 /**
  * Starts the SDK: the provider, its sampler, the OTLP exporter behind a bounded batch, the async context. The resource
- * is the service's name and version, then what the SDK's detectors find, each over the one before: the host, a
+ * is the SDK's own (telemetry.sdk.*), the service's name and version, then what the SDK's detectors find, each over
+ * the one before: the host, a
  * `service.instance.id` of this process, and OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME as the specification
  * reads them. A failing export is logged once, when exports start failing, and its end once, like a backend outage.
  */
@@ -184,17 +187,21 @@ export const startTracing = (options: TracingOptions): Tracing => {
     failing = !ok;
     if (ok) options.logger.info({ backend: 'trace collector' }, 'trace collector recovered');
     else {
-      // The exporter's message names the collector's address, never a credential (OTLP headers are not in it).
-      const reason = (error?.message ?? 'export failed').slice(0, 300);
+      // The exporter's message may name the collector's URL: user information in it is masked.
+      const reason = redact(error?.message ?? 'export failed');
       options.logger.warn({ backend: 'trace collector', reason }, 'trace collector unavailable: spans are dropped');
     }
   };
   const exporter = new OTLPTraceExporter({ url: options.url });
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: options.serviceName,
-      [ATTR_SERVICE_VERSION]: options.serviceVersion,
-    }).merge(detectResources({ detectors: [hostDetector, serviceInstanceIdDetector, envDetector] })),
+    resource: defaultResource()
+      .merge(
+        resourceFromAttributes({
+          [ATTR_SERVICE_NAME]: options.serviceName,
+          [ATTR_SERVICE_VERSION]: options.serviceVersion,
+        }),
+      )
+      .merge(detectResources({ detectors: [hostDetector, serviceInstanceIdDetector, envDetector] })),
     sampler: samplerOf(options.sampler, options.ratio),
     // A path is the client's to choose: its attribute is cut, whatever Node's header limit allows.
     spanLimits: { attributeValueLengthLimit: 1024 },

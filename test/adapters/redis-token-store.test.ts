@@ -96,9 +96,9 @@ test("an owner's expired and revoked tokens leave its index at its next listing:
   const owner = freshOwner();
   const issue = (subject: string) => right(store.issue({ owner, subject, scopes: ['plants:read'], ttlSeconds: 600 }));
   const [expiring, revoked] = [await issue('a'), await issue('b'), await issue('c')];
-  await redis.pexpire(keyOf(expiring as string), 1);
-  await eventually('Redis expires the key', async () => (await redis.exists(keyOf(expiring as string))) === 0);
-  assert.ok(await right(store.revoke(revoked as string)));
+  await redis.pexpire(keyOf(expiring), 1);
+  await eventually('Redis expires the key', async () => (await redis.exists(keyOf(expiring))) === 0);
+  assert.ok(await right(store.revoke(revoked)));
   assert.equal(
     (await right(store.list(owner))).map((t) => t.subject),
     ['c'],

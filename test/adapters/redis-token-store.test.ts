@@ -90,6 +90,18 @@ test('a token with a TTL carries it as the key expiry, and is unknown once expir
   assert.equal(await right(store.verifier.verify(token)), O.none);
 });
 
+test("a token past its `expires` field is unknown even when its key outlives it (the key's TTL only collects it)", async (ctx) => {
+  const redis = redisOf(ctx);
+  const store = redisTokenStore(redis, { cacheTtlMs: 0 });
+  const owner = freshOwner();
+  const token = await right(store.issue({ owner, subject: 's', scopes: ['plants:read'], ttlSeconds: 600 }));
+  // As if the PEXPIREAT after the HSET had been lost: the key lives on, its expires field says it is over.
+  await redis.persist(keyOf(token));
+  await redis.hset(keyOf(token), 'expires', Date.now() - 1);
+  assert.equal(await right(store.verifier.verify(token)), O.none);
+  assert.equal(await right(store.list(owner)), []);
+});
+
 test("an owner's expired and revoked tokens leave its index at its next listing: the index holds its live tokens", async (ctx) => {
   const redis = redisOf(ctx);
   const store = redisTokenStore(redis, { cacheTtlMs: 0 });

@@ -255,8 +255,11 @@ export const redisBinary = (): { bin: string } | { skip: string } =>
     'apt-get install redis-server',
   );
 
-/** redis-server on loopback only, in a temporary directory, with an fsync-always append-only file (survives a restart). */
-export const startRedis = async (bin: string): Promise<RunningServer> => {
+/**
+ * redis-server on loopback only, in a temporary directory, with an fsync-always append-only file (survives a restart);
+ * `extraArgs` are added to its command line (an `--aclfile`, for one).
+ */
+export const startRedis = async (bin: string, extraArgs: readonly string[] = []): Promise<RunningServer> => {
   const dir = mkdtempSync(join(tmpdir(), 'redis-'));
   const port = await freePort();
   return supervise(
@@ -278,6 +281,7 @@ export const startRedis = async (bin: string): Promise<RunningServer> => {
         dir,
         '--protected-mode',
         'yes',
+        ...extraArgs,
       ],
     }),
     port,

@@ -5,6 +5,7 @@
 // On a Node.js older than the supported lines (24, 26), as a machine's own may be, it runs itself again on Node.js 26
 // LTS from scripts/install-node26.sh (fetched once, then reused), so that the README's commands work there too.
 import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { abortBuild, ensureBuilt, root } from './build.mjs';
@@ -51,6 +52,30 @@ try {
 // An unsupported Node.js is refused with one line before the entry point's modules are even linked (a Node.js too
 // old to link them would otherwise fail with a linker error instead).
 await import(pathToFileURL(resolve(root, 'dist/bootstrap/require-supported-node.js')).href);
+
+// A first run of `npm start` with no token configured gets one made here, shown on stderr (never in the log stream on
+// stdout) and handed to the service as its hash; the service itself, started directly, refuses to start without one.
+const env = process.env;
+const unset = (name) => (env[name] ?? '') === '';
+if (
+  entry.endsWith('bootstrap/main.js') &&
+  (unset('AUTH') || env.AUTH === 'static') &&
+  unset('AUTH_TOKENS') &&
+  unset('AUTH_TOKENS_FILE')
+) {
+  const { newToken } = await import(pathToFileURL(resolve(root, 'dist/adapters/tokens/redis/new-token.js')).href);
+  const token = newToken();
+  const sha256 = createHash('sha256').update(token).digest('hex');
+  env.AUTH_TOKENS = JSON.stringify([
+    { sha256, owner: 'local', subject: 'local', scopes: ['plants:read', 'plants:write'] },
+  ]);
+  process.stderr.write(
+    `No AUTH_TOKENS configured: generated a token for this run (owner "local", scopes plants:read plants:write):\n${token}\n` +
+      (unset('STORAGE') || env.STORAGE === 'memory'
+        ? 'In-memory storage: every plant is lost when the service stops.\n'
+        : ''),
+  );
+}
 
 // The entry point sees the argv it would see when run as `node dist/<entry>.js args...`.
 process.argv[1] = resolve(root, entry);

@@ -106,6 +106,45 @@ test('started while MongoDB is down: it listens, answers 503 and /readyz 503, th
   }
 });
 
+test('on a standalone server (FerretDB) it warns once that MongoDB is not a replica set, also across a restart of the server', async () => {
+  if ('skip' in binary) throw new Error(binary.skip);
+  const server = await startFerretDb(binary.bin);
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    STORAGE: 'mongodb',
+    MONGODB_URI: server.uri,
+    MONGODB_DB: 'plantstore_standalone',
+    AUTH_TOKENS: JSON.stringify([{ token: 't', owner: 'acme', subject: 'ci', scopes: ['plants:write'] }]),
+  });
+  const warning = /"msg":"MongoDB is a standalone server, not a replica set/;
+  try {
+    await svc.waitFor(/"msg":"listening"/);
+    await svc.waitFor(warning);
+    const base = `http://127.0.0.1:${/"port":(\d+)/.exec(svc.stdout())?.[1]}`;
+    await server.stop();
+    await eventually('not ready while the server is down', async () => (await fetch(`${base}/readyz`)).status === 503);
+    // Time is what is under test: the outage outlasts the driver's heartbeat (2 s), so that the server's description
+    // goes Unknown and comes back Standalone, a second report of the same fact.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await server.start();
+    await eventually('ready again', async () => (await fetch(`${base}/readyz`)).status === 200, {
+      timeoutMs: 20_000,
+      everyMs: 100,
+    });
+  } finally {
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+    await server.dispose();
+  }
+  const lines = svc
+    .stdout()
+    .split('\n')
+    .filter((l) => warning.test(l));
+  assert.is(lines.length, 1);
+  assert.is((JSON.parse(lines[0] ?? '{}') as { level?: number }).level, 40, 'a warning');
+});
+
 test('a MONGODB_URI the driver cannot parse stops start-up with one line, credentials not echoed', async () => {
   const svc = runNode('bootstrap/main.js', {
     STORAGE: 'mongodb',

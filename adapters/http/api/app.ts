@@ -4,7 +4,7 @@ import polka, { type Request } from 'polka';
 import type { Application } from '../../../application/application.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { CorsPolicy } from '../server/cors.js';
-import { docsSite } from '../server/docs.js';
+import { docsSite } from './docs.js';
 import { createPlantHandler } from './handlers/create-plant.js';
 import { deletePlantHandler } from './handlers/delete-plant.js';
 import { listPlantsHandler } from './handlers/list-plants.js';

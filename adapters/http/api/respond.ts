@@ -34,14 +34,6 @@ export interface Caller {
 
 export type Handler = (req: Exchange, res: ServerResponse) => Promise<void> | void;
 
-/**
- * A body longer than this is encoded to bytes before it is written. A string the socket cannot send at once stays in
- * the heap as a string (a page of four-byte characters as two-byte UTF-16: twice its bytes) and is counted in
- * `writableLength` by characters; as a Buffer it is held outside the heap and counted by bytes, which is what the
- * server's bound on unsent bytes (server.ts) sums.
- */
-const ENCODE_ABOVE = 16 * 1024;
-
 /** Stamps the exchange once: start time and request id (the caller's when valid, else a new one); names its route. */
 export const exchangeOf = (req: Request, route: string): Exchange => {
   const exchange = req as Exchange;
@@ -139,9 +131,8 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
   };
   const send: Responder['send'] = (req, res, caller, status, body, headers, rejected) => {
     if (gone(req, res, caller, status)) return;
-    const bytes = typeof body === 'string' && body.length > ENCODE_ABOVE ? Buffer.from(body) : body;
-    const fields = responseFields(edge, { id: req.id, origin: req.headers.origin }, withRate(caller, headers), bytes);
-    res.writeHead(status, fields).end(bytes);
+    const fields = responseFields(edge, { id: req.id, origin: req.headers.origin }, withRate(caller, headers), body);
+    res.writeHead(status, fields).end(body);
     const ms = elapsedMs(req);
     observe(req, status, ms);
     req.trace?.end(req.route, status);

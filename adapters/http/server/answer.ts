@@ -5,9 +5,8 @@ import type { CorsPolicy } from './cors.js';
 import { edgeOf } from './exchange.js';
 
 /**
- * How every response of the service is answered and logged: the fields the contract puts on each (X-Request-Id,
- * no-store, nosniff, CORS, Content-Type and Content-Length), the Error body of a failure, and the one log line. The
- * app's responder (api/respond.ts) and the server's own refusals (server.ts) both answer through here.
+ * How every response is answered and logged, the app's (api/respond.ts) and the server's refusals (server.ts): the
+ * contract's fields, the Error body of a failure, and the one log line.
  */
 
 /** A failure as it goes over the wire: the status, the Error body's message, and header fields. */
@@ -29,10 +28,7 @@ export interface Asker {
   readonly origin: string | undefined;
 }
 
-/**
- * The request's log line: its id, method and status, and the route and time when a route took it, or the server's
- * code for a refusal below the routes. pino leaves out a member whose value is undefined.
- */
+/** The request's log line: the route and time when a route took it, or the server's code for a refusal. */
 export interface RequestLine {
   readonly reqId: string;
   readonly method: string | undefined;
@@ -56,9 +52,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export const logRequest = (logger: Logger, line: RequestLine): void => logger.info(line, 'request');
 
 /**
- * The fields of every response, as one flat `[name, value, ...]` list for one writeHead (cheaper than a setHeader per
- * field): the request id, nosniff, no-store (unless `headers` gives a Cache-Control), CORS, `headers`, and for a body
- * its Content-Type (JSON unless given) and Content-Length.
+ * The fields of every response as one flat `[name, value, ...]` list for one writeHead: the request id, nosniff,
+ * no-store (unless `headers` gives a Cache-Control), CORS, `headers`, and a body's Content-Type and Content-Length.
  */
 export const responseFields = (
   { cors }: Edge,
@@ -78,9 +73,8 @@ export const responseFields = (
 };
 
 /**
- * Every failure's answer, the app's and the server's alike: the failure's status, the contract's fields and the
- * Error body, written on the response, or framed on the bare socket where Node has no response object; then its log
- * line. Returns the status.
+ * Every failure's answer: its status, the contract's fields and the Error body, on the response or framed on the bare
+ * socket where Node has none; then its log line. Returns the status.
  */
 export const answerFailure = (
   edge: Edge,
@@ -92,9 +86,8 @@ export const answerFailure = (
   const body = JSON.stringify({ error: status, message });
   let fields = headers;
   if ('writeHead' in to && headers?.['Connection'] === 'close' && bodyMayFollow(to.req)) {
-    // The client may still be sending the body: on `Connection: close` Node closes the socket right after the answer,
-    // and the kernel resets it as more arrives, taking the answer with it. So the answer goes without the field, and
-    // the connection is closed gracefully after it (a FIN, the rest of the body read and dropped, bounded).
+    // The body may still be coming: on `Connection: close` Node closes at once and the kernel resets the connection
+    // as more arrives, taking the answer with it. So the field is left out and the connection lingers (connections.ts).
     const { Connection: _close, ...kept } = headers;
     fields = kept;
     edgeOf(to.socket)?.closeAfter(to);

@@ -4,7 +4,7 @@ import { createPlantScope } from '../../../../application/use-cases/create-plant
 import { isIdentityEncoding, isJsonContentType, readBody } from '../../server/body.js';
 import { decodeNewPlant, plantJson } from '../codecs.js';
 import { quotaHeaders } from '../failures.js';
-import { parseJson } from '../../server/json.js';
+import { parseJson } from '../json.js';
 import type { Authorize } from '../pipeline.js';
 import type { Handler, Responder } from '../respond.js';
 

@@ -177,7 +177,7 @@ test('a burst of refused connections is counted in full in the log, with no refu
         .logs()
         .filter((l) => l['msg'] === 'connections refused: at the connection limit')
         .reduce((sum, l) => sum + (l['dropped'] as number), 0);
-    // Refusals are logged a second after the first of a burst, all of them in one line.
+    // The first refusal is logged at once, the rest of its second at that second's end.
     await eventually(`${refused} refusals logged`, () => counted() === refused, {
       timeoutMs: 5000,
       detail: () => `${counted()} logged`,

@@ -2,27 +2,28 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { CorsPolicy } from './cors.js';
-import { edgeOf } from './exchange.js';
+import { edges } from './exchange.js';
 
-/**
- * How every response is answered and logged, the app's (api/respond.ts) and the server's refusals (server.ts): the
- * contract's fields, the Error body of a failure, and the one log line.
- */
-
-/** A failure as it goes over the wire: the status, the Error body's message, and header fields. */
+/** A failure as it goes over the wire (api/respond.ts's and server.ts's): status, Error message, header fields. */
 export interface FailureResponse {
   readonly status: number;
   readonly message: string;
   readonly headers?: Readonly<Record<string, string>> | undefined;
 }
 
-/** What the answers of one server share: its log and its CORS policy (none when CORS is off). */
+/** A refusal below the routes (server.ts): it closes the connection. */
+export const CLOSE = { Connection: 'close' } as const;
+export const refusal = (status: number, message: string): FailureResponse => ({ status, message, headers: CLOSE });
+export const malformed = (reason: string): FailureResponse => refusal(400, `request: ${reason}`);
+export const VERSION_NOT_SUPPORTED = refusal(505, 'request: only HTTP/1.0 and HTTP/1.1 are served');
+
+/** What the answers of one server share. */
 export interface Edge {
   readonly logger: Logger;
   readonly cors?: CorsPolicy | undefined;
 }
 
-/** The request an answer is for: its id (for the field and the log line), and its Origin (for CORS). */
+/** The request an answer is for: its id, and its Origin (for CORS). */
 export interface Asker {
   readonly id: string;
   readonly origin: string | undefined;
@@ -36,12 +37,11 @@ export interface RequestLine {
   readonly route?: string | undefined;
   readonly ms?: number | undefined;
   readonly owner?: string | undefined;
-  /** Why a token was refused (401, 403): never the token. */
+  /** Why a token was refused (401, 403), never the token. */
   readonly rejected?: string | undefined;
   readonly code?: string | undefined;
-  /** The status a request closed before its answer would have had (logged with status 499). */
+  /** The status a request closed before its answer (499) would have had. */
   readonly answer?: number | undefined;
-  /** The request's trace and server span, when tracing is on. */
   readonly trace_id?: string | undefined;
   readonly span_id?: string | undefined;
 }
@@ -90,7 +90,7 @@ export const answerFailure = (
     // as more arrives, taking the answer with it. So the field is left out and the connection lingers (connections.ts).
     const { Connection: _close, ...kept } = headers;
     fields = kept;
-    edgeOf(to.socket)?.closeAfter(to);
+    if (to.socket !== null) edges.get(to.socket)?.closeAfter(to);
   }
   if ('writeHead' in to) to.writeHead(status, responseFields(edge, asker, fields, body)).end(body);
   else frame(to, status, responseFields(edge, asker, fields, body), body);
@@ -99,11 +99,8 @@ export const answerFailure = (
 };
 
 /** Whether the request's body may still be on its way. */
-const bodyMayFollow = (req: IncomingMessage): boolean => {
-  if (req.complete) return false;
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-};
+const bodyMayFollow = ({ complete, headers }: IncomingMessage): boolean =>
+  !complete && (headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0');
 
 /** Writes a whole HTTP/1.1 response on a bare socket: the status line, Date, the given fields and the body. */
 const frame = (socket: Socket, status: number, fields: readonly string[], body: string): void => {

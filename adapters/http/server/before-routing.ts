@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { ServerRefusal } from './refusals.js';
+import { malformed, refusal, VERSION_NOT_SUPPORTED, type FailureResponse } from './answer.js';
 import type { ServerLimits } from './server-limits.js';
 
 export type ParserError = Error & { readonly code?: string; readonly reason?: unknown };
@@ -43,7 +43,8 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
   if (hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1)) {
     return { reason: 'send exactly one Host header', code: 'HOST' };
   }
-  if (hosts === 1 && !isHost(req.headers.host ?? '')) {
+  const host = req.headers.host ?? '';
+  if (hosts === 1 && host !== lastHost && !isHost(host)) {
     return { reason: 'the Host header must be a host name or address, with an optional port', code: 'HOST' };
   }
   if (authorizations > 1) return { reason: 'send at most one Authorization header', code: 'AUTHORIZATION' };
@@ -61,10 +62,7 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
   return undefined;
 };
 
-/**
- * RFC 9110 §7.2's `Host = uri-host [ ":" port ]` (the empty value too, RFC 9112 §3.2). Each character has one way to
- * match, so the match is linear in the value's length.
- */
+/** RFC 9110 §7.2's `Host = uri-host [ ":" port ]`, or empty (RFC 9112 §3.2); linear: one way to match each char. */
 const HOST = /^(?:\[[0-9A-Za-z._~!$&'()*+,;=:-]+\]|(?:[0-9A-Za-z._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
 let lastHost = '';
 export const isHost = (value: string): boolean => {
@@ -75,25 +73,25 @@ export const isHost = (value: string): boolean => {
   return true;
 };
 
-/** The failure a parser error answers with; undefined for socket errors, which cannot be answered. */
-export const parserFailure = (err: ParserError, limits: ServerLimits): ServerRefusal | undefined => {
+/** The answer to a parser error; undefined for socket errors, which cannot be answered. */
+export const parserFailure = (err: ParserError, limits: ServerLimits): FailureResponse | undefined => {
   switch (err.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return { _tag: 'HeadersTooLarge', limit: limits.maxHeaderSize };
+      return refusal(431, `headers: the request line and headers must be at most ${limits.maxHeaderSize} bytes`);
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { _tag: 'RequestTimeout', headersMs: limits.headersTimeoutMs, requestMs: limits.requestTimeoutMs };
+      return refusal(
+        408,
+        `request: the headers must arrive within ${limits.headersTimeoutMs} ms and the whole request within ${limits.requestTimeoutMs} ms`,
+      );
     case 'HPE_PAUSED_H2_UPGRADE': // the HTTP/2 connection preface, "PRI * HTTP/2.0"
-      return { _tag: 'VersionNotSupported' };
+      return VERSION_NOT_SUPPORTED;
     case 'HPE_INVALID_EOF_STATE':
-      return { _tag: 'MalformedRequest', reason: 'the connection ended before the request was complete' };
+      return malformed('the connection ended before the request was complete');
     default: {
       if (err.code === undefined || !err.code.startsWith('HPE_')) return undefined;
       // llhttp's reason is one of its own sentences ("Duplicate Content-Length"), never client bytes.
       const reason = typeof err.reason === 'string' ? err.reason.replace(NOT_PRINTABLE, '').slice(0, 100) : '';
-      return {
-        _tag: 'MalformedRequest',
-        reason: reason === '' ? 'malformed HTTP/1.1' : `malformed HTTP/1.1 (${reason})`,
-      };
+      return malformed(reason === '' ? 'malformed HTTP/1.1' : `malformed HTTP/1.1 (${reason})`);
     }
   }
 };

@@ -1,28 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as E from 'fp-ts/lib/Either.js';
-import { bodyBudgetOf, expectsContinueOnly } from './exchange.js';
+import { edges, expectsContinueOnly } from './exchange.js';
 
 /** What reading a body refuses; the API's failure map (api/failures.ts) answers them. */
 export type BodyRefusal =
   | { readonly _tag: 'PayloadTooLarge'; readonly limit: number }
   /** The server holds as many request-body bytes as it may (MAX_BODY_BYTES): this body is not read. */
   | { readonly _tag: 'BodiesBusy' };
-
-/** `application/json`, optionally with parameters; a charset other than UTF-8 is refused rather than misread. */
-export const isJsonContentType = (header: string | undefined): boolean => {
-  if (header === undefined) return false;
-  if (header === 'application/json') return true; // the usual spelling, without splitting it
-  const [type = '', ...params] = header.split(';');
-  if (type.trim().toLowerCase() !== 'application/json') return false;
-  return params.every((param) => {
-    const [name = '', value = ''] = param.split('=');
-    return name.trim().toLowerCase() !== 'charset' || /^"?utf-?8"?$/i.test(value.trim());
-  });
-};
-
-/** No content coding, or `identity`: a coded body would be read as its coded bytes. */
-export const isIdentityEncoding = (header: string | undefined): boolean =>
-  header === undefined || header.trim().toLowerCase() === 'identity';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -45,7 +29,13 @@ export const readBody = (
   if (length !== undefined && length > limit) {
     return Promise.resolve(E.left({ _tag: 'PayloadTooLarge', limit }));
   }
-  const budget = bodyBudgetOf(req);
+  if (length !== undefined && req.readableLength === length && req.readableFlowing === null) {
+    // The whole body came with its headers: one read(), its end left unread (test/edge/node-behaviour.test.ts: Node
+    // serves on regardless). Stream events would cost a POST 6 to 10% of its instructions (docs/performance.md).
+    const buffered: unknown = req.read();
+    return Promise.resolve(E.right(buffered instanceof Buffer ? buffered : EMPTY));
+  }
+  const budget = edges.get(req.socket)?.bodies;
   let held = 0;
   if (budget !== undefined && length !== undefined) {
     if (!budget.take(length)) return Promise.resolve(E.left({ _tag: 'BodiesBusy' }));
@@ -53,14 +43,6 @@ export const readBody = (
   }
   if (req.httpVersionMinor >= 1 && expectsContinueOnly(req.headers.expect) && !res.headersSent) {
     res.writeContinue();
-  }
-  if (length !== undefined && req.readableLength === length && req.readableFlowing === null) {
-    // The whole body came with its headers: taken with one read() (Node frames it by its Content-Length), its end
-    // left unread; Node serves the next request regardless (test/edge/node-behaviour.test.ts). Stream events would
-    // cost a POST 6 to 10% of its instructions (docs/performance.md).
-    const buffered: unknown = req.read();
-    if (budget !== undefined) budget.give(held);
-    return Promise.resolve(E.right(buffered instanceof Buffer ? buffered : EMPTY));
   }
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];

@@ -6,14 +6,13 @@ import type { ServerLimits } from './server-limits.js';
 export interface Connection {
   /** Requests read whose response has not closed yet. */
   unanswered: number;
-  /** The latest request read, with its response. */
   last: { readonly req: IncomingMessage; readonly res: ServerResponse } | undefined;
   /** Going away: nothing more read on it is answered. */
   closing: boolean;
   lingering: boolean;
   /** The response being produced or sent; the next request waits for it to close. */
   serving: ServerResponse | undefined;
-  /** The turn of the event loop in which a request was last served straight from the parser (server.ts). */
+  /** The turn in which a request was last served straight from the parser (server.ts). */
   servedInTurn: number;
   /** Requests read while another was being served, in order. */
   readonly waiting: Array<{ readonly req: IncomingMessage; readonly res: ServerResponse }>;
@@ -33,9 +32,8 @@ export const newConnection = (): Connection => ({
 });
 
 /**
- * Closes a connection without losing its last response: a FIN after it, then what the client still sends is read
- * and dropped (at most `lingerBytes`, for at most `lingerMs`) until it closes. Closing at once while the client is
- * still sending would make the kernel reset the connection, and the client's stack drop the unread response.
+ * Closes a connection without losing its last response: a FIN, then what the client still sends is read and dropped
+ * (`lingerBytes`, `lingerMs`); closing at once would make the kernel reset it, and the client drop the response.
  */
 export const linger = (socket: Socket, conn: Connection, limits: ServerLimits): void => {
   conn.closing = true;

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { UnsentBound } from './unsent.js';
 
@@ -20,14 +20,11 @@ export const byteBudget = (limit: number): ByteBudget => {
   };
 };
 
-/**
- * Whether an Expect field asks for 100-continue and nothing else (any letter case, also listed more than once). Node
- * hands every request with `100-continue` anywhere in it to 'checkContinue'; server.ts answers the others 417.
- */
+/** Whether an Expect field asks for 100-continue and nothing else (any case, listed once or more); else 417. */
 export const expectsContinueOnly = (expect: string | undefined): boolean =>
   expect !== undefined && expect.split(',').every((item) => item.trim().toLowerCase() === '100-continue');
 
-/** What the server of a connection shares with the code that answers on it (set once per connection by server.ts). */
+/** What the server of a connection shares with the code that answers on it. */
 export interface SocketEdge {
   /** The request-body bytes all connections may hold at once (MAX_BODY_BYTES), which body.ts takes from. */
   readonly bodies: ByteBudget;
@@ -36,10 +33,4 @@ export interface SocketEdge {
   /** Closes the connection after the response without a reset, while the client may still be sending. */
   readonly closeAfter: (res: ServerResponse) => void;
 }
-const edges = new WeakMap<Socket, SocketEdge>();
-export const setSocketEdge = (socket: Socket, edge: SocketEdge): void => void edges.set(socket, edge);
-/** The edge of a connection; undefined outside createHttpServer (no bounds). */
-export const edgeOf = (socket: Socket | null): SocketEdge | undefined =>
-  socket === null ? undefined : edges.get(socket);
-/** The budget a request's body is counted against; undefined outside createHttpServer. */
-export const bodyBudgetOf = (req: IncomingMessage): ByteBudget | undefined => edges.get(req.socket)?.bodies;
+export const edges = new WeakMap<Socket, SocketEdge>();

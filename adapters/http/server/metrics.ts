@@ -12,23 +12,14 @@ export interface HttpMetrics {
   readonly refused?: (method: string | undefined, status: number) => void;
 }
 
-/** The methods some route of the service serves. */
 const SERVED_METHODS = new Set(['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS']);
 
-/**
- * The same metrics with any other method labelled `other`: the method is the client's choice, and each one on each
- * route and status would add a histogram's series to every scrape.
- */
-export const boundedMethods = (metrics: HttpMetrics): HttpMetrics => {
-  const label = (method: string): string => (SERVED_METHODS.has(method) ? method : 'other');
-  const { refused } = metrics;
-  return {
-    observe: (method, route, status, seconds) => metrics.observe(label(method), route, status, seconds),
-    ...(refused === undefined
-      ? {}
-      : { refused: (method, status) => refused(method === undefined ? undefined : label(method), status) }),
-  };
-};
+/** Any method no route serves labelled `other`: each would add a histogram's series to every scrape. */
+export const boundedMethods = ({ observe, refused }: HttpMetrics): HttpMetrics => ({
+  observe: (method, route, status, seconds) =>
+    observe(SERVED_METHODS.has(method) ? method : 'other', route, status, seconds),
+  refused: (method, status) => refused?.(method === undefined || SERVED_METHODS.has(method) ? method : 'other', status),
+});
 
 /** The Prometheus text exposition of every metric of the process. */
 export interface MetricsExposition {
@@ -37,9 +28,8 @@ export interface MetricsExposition {
 }
 
 /**
- * The scrapes of one turn of the event loop share one rendering (milliseconds of CPU each), counted once against the
- * unsent-bytes bound (`sharedBody`): connections asking again and again cannot hold every other request for seconds.
- * A scrape reflects every response finished before its rendering began.
+ * The scrapes of one turn share one rendering (milliseconds of CPU), counted once by the unsent bound: clients
+ * asking again and again cannot hold every other request for seconds.
  */
 export const renderedOncePerTurn = (exposition: MetricsExposition): MetricsExposition => {
   let shared: Promise<Buffer> | undefined;
@@ -58,24 +48,20 @@ export const renderedOncePerTurn = (exposition: MetricsExposition): MetricsExpos
 };
 
 /**
- * The admin listener (METRICS_PORT): `GET /metrics` and nothing else (404 for other paths, 405 for other methods),
- * so that the scrape can be reachable where the API is not. It is the API's own server (server.ts), with the same
- * limits and answers: each response one `request` log line (with `listener` `metrics`) and one observation.
+ * The admin listener (METRICS_PORT): `GET /metrics` only, on the API's own server (server.ts) and answers, each
+ * response one `request` log line (with `listener` `metrics`) and one observation.
  */
 export const metricsServer = (
   exposition: MetricsExposition,
   deps: { readonly logger: Logger; readonly limits: ServerLimits; readonly metrics?: HttpMetrics | undefined },
 ): Server => {
-  const labelled =
-    (write: Logger['info']): Logger['info'] =>
-    (fields, message) =>
-      write({ ...fields, listener: 'metrics' }, message);
-  const logger: Logger = {
-    debug: labelled(deps.logger.debug.bind(deps.logger)),
-    info: labelled(deps.logger.info.bind(deps.logger)),
-    warn: labelled(deps.logger.warn.bind(deps.logger)),
-    error: labelled(deps.logger.error.bind(deps.logger)),
-  };
+  // Every line of this listener says so, its parser's refusals' too.
+  const logger = Object.fromEntries(
+    (['debug', 'info', 'warn', 'error'] as const).map((level) => [
+      level,
+      (fields: object, message: string) => deps.logger[level]({ ...fields, listener: 'metrics' }, message),
+    ]),
+  ) as unknown as Logger;
   const edge: Edge = { logger };
   const metrics = deps.metrics === undefined ? undefined : boundedMethods(deps.metrics);
   const shared = renderedOncePerTurn(exposition);
@@ -89,16 +75,14 @@ export const metricsServer = (
         metrics?.observe(method, route, status, (performance.now() - startedAt) / 1000);
       const fail = (route: string, status: number, message: string, headers?: Record<string, string>) =>
         observed(route, answerFailure(edge, res, asker, { status, message, headers }, line(route)));
-      if ((req.url ?? '').split('?')[0] !== '/metrics') {
+      if ((req.url ?? '').split('?')[0] !== '/metrics')
         return fail('unknown', 404, 'no such resource; this port serves /metrics');
-      }
       if (method !== 'GET' && method !== 'HEAD') {
         return fail('* /metrics', 405, 'method not allowed here; use GET, HEAD', { Allow: 'GET, HEAD' });
       }
       shared.scrape().then(
         (text) => {
-          const headers = { 'Content-Type': shared.contentType };
-          res.writeHead(200, responseFields(edge, asker, headers, text)).end(text);
+          res.writeHead(200, responseFields(edge, asker, { 'Content-Type': shared.contentType }, text)).end(text);
           observed('GET /metrics', 200);
           logRequest(logger, { reqId: asker.id, ...line('GET /metrics'), status: 200 });
         },

@@ -1,26 +1,19 @@
-/** What one client may hold of the server (docs/configuration.md names each variable). */
+/**
+ * What one client may hold of the server (docs/configuration.md). Node's own options bound the headers, timeouts and
+ * connections; server.ts the pipelined requests, unsent.ts the unsent bytes, body.ts the bodies; connections.ts lingers.
+ */
 export interface ServerLimits {
-  /** Open connections at once; one beyond it is closed as soon as it is accepted. */
   readonly maxConnections: number;
-  /** Requests read on one connection and not yet answered; the one beyond it closes the connection. */
   readonly maxPipelinedRequests: number;
-  /** Bytes of the request line and headers (Node's `maxHeaderSize`); more is 431. */
   readonly maxHeaderSize: number;
-  /** Time for the request line and headers (Node's `headersTimeout`); past it, 408. */
   readonly headersTimeoutMs: number;
-  /** Time for the whole request (Node's `requestTimeout`); past it, 408. */
   readonly requestTimeoutMs: number;
-  /** An idle keep-alive connection is closed after this long (Node's `keepAliveTimeout`). */
   readonly keepAliveTimeoutMs: number;
-  /** A connection on which nothing moves either way while a request is open is closed (Node's `server.timeout`). */
   readonly idleTimeoutMs: number;
-  /** Response bytes written and not taken by the kernel, over all connections: past it, non-readers are closed. */
   readonly maxUnsentBytes: number;
   /** A connection whose unsent response has not moved for this long is not reading. */
   readonly unsentStallMs: number;
-  /** Request-body bytes held at once by all bodies being read; a body that would pass it is 503. */
   readonly maxBodyBytes: number;
-  /** After a connection's last response, what the client still sends is read and dropped this long and this much. */
   readonly lingerMs: number;
   readonly lingerBytes: number;
 }

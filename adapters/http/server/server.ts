@@ -1,12 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
-import { answerFailure, type Edge } from './answer.js';
+import { answerFailure, malformed, refusal, VERSION_NOT_SUPPORTED, type Edge, type FailureResponse } from './answer.js';
 import { badFields, originForm, parserFailure, type ParserError } from './before-routing.js';
 import { linger, newConnection, type Connection } from './connections.js';
 import type { CorsPolicy } from './cors.js';
-import { byteBudget, expectsContinueOnly, setSocketEdge } from './exchange.js';
-import { refusalResponse, type ServerRefusal } from './refusals.js';
+import { byteBudget, edges, expectsContinueOnly } from './exchange.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
 import { EdgeResponse, unsentBound } from './unsent.js';
@@ -18,19 +17,17 @@ export { sharedBody } from './unsent.js';
 export interface HttpServerDeps {
   readonly logger: Logger;
   readonly limits: ServerLimits;
-  /** Told of every request answered here, below the app (for the request counter). */
+  /** Told of every request answered here, below the app. */
   readonly refused?: ((method: string | undefined, status: number) => void) | undefined;
-  /** The CORS fields of the app's responses, on those answered here too (none when CORS is off). */
+  /** The app's CORS fields, on the answers here too. */
   readonly cors?: CorsPolicy | undefined;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/**
- * During a shutdown, a connection that owes nothing and has read nothing for a whole period is closed: long enough
- * for a request already on its way (or unread in the kernel) to be read.
- */
+/** How long a connection that owes nothing must read nothing, during a shutdown, to be closed. */
 const SWEEP_MS = 100;
+const TARGET = 'the request target must be a path or an absolute http(s) URI';
 
 const inFlightOf = new WeakMap<Server, { count: number }>();
 const drainOf = new WeakMap<Server, () => Promise<void>>();
@@ -61,7 +58,6 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
-    // Node's default, 30 s, would let a 10 s timeout run to 40 s.
     connectionsCheckingInterval: checkingInterval(limits),
     // Checked here instead, so that the 400 carries the Error body.
     requireHostHeader: false,
@@ -101,16 +97,16 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
   const refuse = (
     to: ServerResponse | Socket,
     req: IncomingMessage | undefined,
-    failure: ServerRefusal,
+    failure: FailureResponse,
     code: string,
   ): void => {
     const asker = { id: requestIdFrom(req?.headers['x-request-id']), origin: req?.headers.origin };
-    const status = answerFailure(edge, to, asker, refusalResponse(failure), { method: req?.method, code });
+    const status = answerFailure(edge, to, asker, failure, { method: req?.method, code });
     refused?.(req?.method, status);
   };
 
   /** A refusal of a request that was read, in the next turn: a body that came in the same read is parsed by then. */
-  const answer = (req: IncomingMessage, res: ServerResponse, failure: ServerRefusal, code: string): void => {
+  const answer = (req: IncomingMessage, res: ServerResponse, failure: FailureResponse, code: string): void => {
     connectionOf(req.socket).closing = true;
     setImmediate(() => refuse(res, req, failure, code));
   };
@@ -124,15 +120,8 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
   /**
    * One response per connection at a time: the next request read on it is handed on once this response has closed
    * (the kernel took all of it), so a client that does not read holds one response, however many it pipelined.
-   */
-  const serve = (req: IncomingMessage, res: ServerResponse, conn: Connection): void => {
-    conn.serving = res;
-    handler(req, res);
-  };
-
-  /**
-   * Requests that waited on their connection are served one per turn of the event loop, after what that turn read:
-   * served back to back, hundreds of connections pipelining large pages would hold the loop for seconds.
+   * Requests that waited are served one per turn of the event loop, after what that turn read: served back to back,
+   * hundreds of connections pipelining large pages would hold the loop for seconds.
    */
   const queued: Array<() => void> = [];
   const serveQueued = (): void => {
@@ -141,38 +130,20 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
   };
   const serveLater = (req: IncomingMessage, res: ServerResponse, conn: Connection): void => {
     conn.serving = res;
-    if (queued.push(() => !req.socket.destroyed && serve(req, res, conn)) === 1) setImmediate(serveQueued);
+    const serve = () => void (req.socket.destroyed || handler(req, res));
+    if (queued.push(serve) === 1) setImmediate(serveQueued);
   };
 
-  /**
-   * A connection has at most one request served straight from the parser per turn; a later one of the same read
-   * waits in the queue. A response can be done before Node parses the next request of the read (body.ts takes a
-   * buffered body at once), so small pipelined POSTs would otherwise never count against `maxPipelinedRequests`.
-   */
+  // At most one request per connection and turn is served straight from the parser, the rest wait in the queue: a
+  // response can be done before Node parses the next request of the read (body.ts), so that they would not count.
   let turn = 0;
   let turnEnds = false;
-  const currentTurn = (): number => {
-    if (!turnEnds) {
-      turnEnds = true;
-      setImmediate(() => {
-        turn += 1;
-        turnEnds = false;
-      });
-    }
-    return turn;
+  const nextTurn = (): void => {
+    turn += 1;
+    turnEnds = false;
   };
 
-  /** A response closed (sent, or its connection gone): counted out, and the next waiting request is served. */
-  const settle = (conn: Connection, res: ServerResponse): void => {
-    conn.unanswered -= 1;
-    inFlight.count -= 1;
-    if (conn.serving !== res) return;
-    conn.serving = undefined;
-    const next = conn.waiting.shift();
-    if (next !== undefined) serveLater(next.req, next.res, conn);
-  };
-
-  const dispatch = (req: IncomingMessage, res: ServerResponse, expectationFailed: boolean): void => {
+  const dispatch = (req: IncomingMessage, res: ServerResponse, expectationFailed = false): void => {
     const socket = req.socket;
     const conn = connections.get(socket);
     // Read after the connection began to close: not answered.
@@ -188,21 +159,27 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
     }
     conn.unanswered += 1;
     inFlight.count += 1;
-    res.once('close', () => settle(conn, res));
+    // Closed (sent, or its connection gone): counted out, and the next waiting request is served.
+    res.once('close', () => {
+      conn.unanswered -= 1;
+      inFlight.count -= 1;
+      if (conn.serving !== res) return;
+      conn.serving = undefined;
+      const next = conn.waiting.shift();
+      if (next !== undefined) serveLater(next.req, next.res, conn);
+    });
     conn.last = { req, res };
     if (draining) res.setHeader('Connection', 'close');
 
-    if (req.httpVersionMajor !== 1) return answer(req, res, { _tag: 'VersionNotSupported' }, 'HTTP_VERSION');
+    if (req.httpVersionMajor !== 1) return answer(req, res, VERSION_NOT_SUPPORTED, 'HTTP_VERSION');
     const bad = badFields(req);
-    if (bad !== undefined) return answer(req, res, { _tag: 'MalformedRequest', reason: bad.reason }, bad.code);
-    if (expectationFailed) return answer(req, res, { _tag: 'ExpectationFailed' }, 'EXPECTATION');
+    if (bad) return answer(req, res, malformed(bad.reason), bad.code);
+    if (expectationFailed)
+      return answer(req, res, refusal(417, 'expect: only "100-continue" is supported'), 'EXPECTATION');
     const url = req.url ?? '/';
     if (url[0] !== '/' && url !== '*') {
       const origin = originForm(url);
-      if (origin === undefined) {
-        const reason = 'the request target must be a path or an absolute http(s) URI';
-        return answer(req, res, { _tag: 'MalformedRequest', reason }, 'REQUEST_TARGET');
-      }
+      if (origin === undefined) return answer(req, res, malformed(TARGET), 'REQUEST_TARGET');
       req.url = origin;
     }
     if (req.headers.upgrade !== undefined) {
@@ -211,10 +188,14 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
       res.setHeader('Connection', 'close');
     }
     if (conn.serving !== undefined) return void conn.waiting.push({ req, res });
-    const now = currentTurn();
-    if (conn.servedInTurn === now) return serveLater(req, res, conn);
-    conn.servedInTurn = now;
-    serve(req, res, conn);
+    if (!turnEnds) {
+      turnEnds = true;
+      setImmediate(nextTurn);
+    }
+    if (conn.servedInTurn === turn) return serveLater(req, res, conn);
+    conn.servedInTurn = turn;
+    conn.serving = res;
+    handler(req, res);
   };
 
   const bodies = byteBudget(limits.maxBodyBytes);
@@ -228,7 +209,7 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
   server.on('connection', (socket: Socket) => {
     const conn = newConnection();
     connections.set(socket, conn);
-    setSocketEdge(socket, { bodies, unsent, closeAfter });
+    edges.set(socket, { bodies, unsent, closeAfter });
     socket.once('close', () => {
       connections.delete(socket);
       // Requests that waited behind a response never reached the app; Node emits no 'close' for their responses.
@@ -237,7 +218,7 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
     });
   });
 
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
+  server.on('request', dispatch);
   // `Expect: 100-continue` is served like any request, without Node's automatic `100 Continue`: body.ts sends it, so
   // a request refused before its body is read never invites the body. One that also asks for more is 417.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) =>
@@ -275,18 +256,22 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
     socket.on('error', () => socket.destroy());
     const conn = connectionOf(socket);
     if (conn.unanswered > 0 || conn.closing) return void socket.destroy();
-    refuse(socket, req, { _tag: 'MethodNotImplemented', method: req.method ?? 'CONNECT' }, 'CONNECT');
+    refuse(socket, req, refusal(501, `method ${req.method} is not supported by this server`), 'CONNECT');
     linger(socket, conn, limits);
   });
 
-  // Refused connections are logged at most once a second, counted in full.
+  // Refused connections are logged at most once a second: the first at once, the rest of that second at its end.
   let dropped = 0;
+  let window: NodeJS.Timeout | undefined;
+  const report = (): void => {
+    if (dropped === 0) return void (window = undefined);
+    logger.warn({ dropped, limit: limits.maxConnections }, 'connections refused: at the connection limit');
+    dropped = 0;
+    window = setTimeout(report, 1000).unref();
+  };
   server.on('drop', () => {
-    if (dropped++ > 0) return;
-    setTimeout(() => {
-      logger.warn({ dropped, limit: limits.maxConnections }, 'connections refused: at the connection limit');
-      dropped = 0;
-    }, 1000).unref();
+    dropped += 1;
+    if (window === undefined) report();
   });
 
   return server;

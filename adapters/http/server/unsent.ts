@@ -1,38 +1,30 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Logger } from '../../../application/ports/logger.js';
-import { edgeOf } from './exchange.js';
+import { edges } from './exchange.js';
+import type { ServerLimits } from './server-limits.js';
 
-/** What the bound needs of the server's limits. */
-export interface UnsentLimits {
-  readonly maxUnsentBytes: number;
-  readonly unsentStallMs: number;
-}
-
-/** A response the kernel has not taken all of yet. */
+/** A response the kernel has not taken all of: its own bytes, its shared Buffer, when it was written or last moved. */
 interface Held {
-  /** Bytes it holds that no other response shares. */
   readonly own: number;
-  /** The shared Buffer it is (`sharedBody`), counted once over all responses. */
   readonly shared: Buffer | undefined;
-  /** When it was written, or last seen taken further by the kernel ('drain'). */
   movedAt: number;
   moved: boolean;
 }
 
 export interface UnsentBound {
-  /** Counts a response in until it closes; `moved` tells of the client reading (its 'drain'). */
-  readonly hold: (res: ServerResponse, own: number, shared: Buffer | undefined) => { readonly moved: () => void };
+  /** Counts a response in until it closes; each 'drain' of it is the client reading. */
+  readonly hold: (res: ServerResponse, own: number, shared: Buffer | undefined) => void;
 }
 
 /**
  * The total bound on response bytes held for clients that do not read. Each connection holds at most one response
- * (server.ts); it is counted from its `end` until it closes. Past `maxUnsentBytes`, the responses not taken further
- * for `unsentStallMs` are closed, longest stalled first, until the total is below it; then, if still over, those of
- * which the kernel took nothing for a tenth of that (clients that never read would otherwise pile up a window's worth
- * over the bound). A connection that keeps reading, however slowly, is never closed for it.
+ * (server.ts), counted from its `end` until it closes (a `sharedBody` once, however many hold it). Past
+ * `maxUnsentBytes`, the responses not taken further for `unsentStallMs` are closed, longest stalled first, until the
+ * total is below it; then those of which the kernel took nothing for a tenth of that. A connection that keeps
+ * reading, however slowly, is never closed for it.
  */
 export const unsentBound = (
-  limits: UnsentLimits,
+  limits: Pick<ServerLimits, 'maxUnsentBytes' | 'unsentStallMs'>,
   logger: Logger,
   close: (res: ServerResponse) => void,
 ): UnsentBound => {
@@ -65,7 +57,7 @@ export const unsentBound = (
   const shed = (): void => {
     const now = performance.now();
     const due = (held: Held): number => held.movedAt + (held.moved ? limits.unsentStallMs : unreadMs);
-    // Stalled ones first (moved, then stopped), then those never read; the longest waiting first within each.
+    // Stalled ones first, then those never read; the longest waiting first within each.
     const candidates = [...holding].filter(([, held]) => due(held) <= now);
     candidates.sort(([, a], [, b]) => Number(!a.moved) - Number(!b.moved) || a.movedAt - b.movedAt);
     let closed = 0;
@@ -96,35 +88,26 @@ export const unsentBound = (
         shares.set(shared, holders + 1);
         if (holders === 0) unsent += shared.length;
       }
-      res.once('close', () => release(res));
+      res
+        .once('close', () => release(res))
+        .on('drain', () => {
+          held.movedAt = performance.now();
+          held.moved = true;
+        });
       if (unsent > limits.maxUnsentBytes) later(unreadMs);
-      let first = true;
-      return {
-        moved: () => {
-          // The first call is the first slice being written, not the client reading.
-          if (first) first = false;
-          else {
-            held.movedAt = performance.now();
-            held.moved = true;
-          }
-        },
-      };
     },
   };
 };
 
 const shared = new WeakSet<Buffer>();
 
-/**
- * Marks a Buffer that lives for the process (a cached file) and is sent as is to every client that asks: the unsent
- * bound counts it once, however many connections hold it.
- */
+/** Marks a Buffer sent as is to every client that asks (a cached file): the unsent bound counts it once. */
 export const sharedBody = (bytes: Buffer): Buffer => {
   shared.add(bytes);
   return bytes;
 };
 
-/** A larger body goes to the socket a slice at a time, the next once the last is taken: each 'drain' is the client reading. */
+/** A larger body goes to the socket a slice at a time, the next on 'drain' (the client reading). */
 const SLICE = 64 * 1024;
 
 type End = ServerResponse['end'];
@@ -135,7 +118,7 @@ const end = ServerResponse.prototype.end as (this: ServerResponse, ...args: unkn
 export class EdgeResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
 EdgeResponse.prototype.end = function (this: ServerResponse, chunk?: unknown, encoding?: unknown, cb?: unknown) {
   const socket = this.socket;
-  const unsent = edgeOf(socket)?.unsent;
+  const unsent = socket === null ? undefined : edges.get(socket)?.unsent;
   let body: Buffer | undefined;
   if (chunk instanceof Buffer) body = chunk;
   else if (typeof chunk === 'string' && chunk.length > SLICE / 3 && encoding === undefined) body = Buffer.from(chunk);
@@ -152,9 +135,8 @@ EdgeResponse.prototype.end = function (this: ServerResponse, chunk?: unknown, en
   }
   const all = body;
   let at = 0;
-  const held = unsent.hold(this, common === undefined ? all.length : 0, common);
+  unsent.hold(this, common === undefined ? all.length : 0, common);
   const pump = (): void => {
-    held.moved();
     while (at < all.length) {
       const next = all.subarray(at, at + SLICE);
       at += next.length;

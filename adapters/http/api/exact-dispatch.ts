@@ -1,32 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { IError, Middleware, Polka, Request } from 'polka';
 
-/**
- * Exact (method, path) pairs remembered at most; past it, requests are still routed, just looked up each time.
- * Room for every method Node's parser accepts (34) on every exact route (8 today): a client that sends odd methods
- * first cannot keep `GET /plants` off the shortcut.
- */
+/** Exact (method, path) pairs remembered at most: every method Node accepts (34) on every exact route (8). */
 const MAX_REMEMBERED = 1024;
 
 /** The params of a route without parameters: never written to by a handler, so one object serves every request. */
 const NO_PARAMS: Record<string, string> = Object.freeze({});
 
 /**
- * polka's dispatch, with each request routed once and exact routes remembered. polka stays the router: what runs for
- * a method and path is what polka's `find` answers for them, then polka's `onNoMatch`, and an error thrown or rejected
- * goes to polka's `onError`, as in polka's own handler. For a path that polka routes without parameters (`/plants`,
- * `/healthz`, ...) the answer is asked once and remembered (at most MAX_REMEMBERED pairs, so hostile paths cannot grow
- * the memory); any other path (`/plants/{id}`, one no route matches) is asked once per request, and that one answer is
- * what runs.
- *
- * What it saves per request, against polka's handler: parsing the query string into `req.query` (querystring: no
- * route reads it; GET /plants reads the whole of `req.search`, see codecs.ts), testing the request against every
- * route's pattern in turn (exact routes), and the promise per handler step. The request fields are polka's:
- * `req.path`, `req.search`, `req.url` and `req.originalUrl` (without a fragment), and `req.params` (percent-decoded
- * where the path has a `%`, as polka decodes them).
- *
- * It stays beside polka's handler because it pays 8 to 17% of a request's CPU (docs/performance.md). It uses polka's public `find`, `onError` and `onNoMatch` only; test/http/exact-dispatch.test.ts
- * checks it answers as polka does, and routes each request once.
+ * polka's dispatch, with each request routed once and exact routes remembered. polka stays the router: what runs is
+ * what its public `find` answers, then its `onNoMatch`, and an error goes to its `onError`. A path routed without
+ * parameters (`/plants`) is asked once and remembered (at most MAX_REMEMBERED pairs); any other once per request.
+ * It saves polka's query parsing (no route reads `req.query`), its pattern tests and a promise per step: 8 to 17% of
+ * a request's CPU (docs/performance.md). The request fields are polka's (`path`, `search`, `url`, `originalUrl`,
+ * `params` percent-decoded); test/http/exact-dispatch.test.ts checks it answers as polka does.
  */
 export const exactDispatch = <T extends Request>(app: Polka<T>) => {
   /** method → path → the route's handlers followed by onNoMatch, as polka would run them. */

@@ -305,8 +305,9 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
         continue;
       }
       check();
-      const attempt = await store.insert(owner, plant, slot);
+      // Marked before the insert: this owner's creates in flight here choose other slots (taken is safe, see above).
       state.mark(slot, true);
+      const attempt = await store.insert(owner, plant, slot);
       if (attempt === 'inserted') return { _tag: 'Inserted', ...state.reported };
       if (attempt === 'taken') {
         check();

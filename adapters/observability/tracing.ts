@@ -62,15 +62,10 @@ import type { RateLimiter } from '../../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../../application/ports/token-verifier.js';
 
 /**
- * Tracing with OpenTelemetry, where the service already observes: the server span of each request is started and
- * ended by the HTTP edge's pipeline (the `RequestTracer` shape of adapters/http/api/request-tracing.ts, which
- * bootstrap/ checks this fits), and a client span wraps each call of a port that reaches a backend (the decorators
- * below, as observed-backends.ts times them). No driver and no part of node:http is patched. This module is loaded
- * only when tracing is on (bootstrap/tracing.ts), so a service without it pays neither the SDK's loading nor any
- * per-request cost.
- *
- * What a span never carries: a token, a secret, a request or response body, an error's message (a driver's text can
- * name a URL with credentials); a failure is marked by its class (`error.type`) only.
+ * Tracing with OpenTelemetry: a server span per request (the RequestTracer of adapters/http/api/request-tracing.ts)
+ * and a client span per call of a port that reaches a backend; nothing is patched. Loaded only when tracing is on
+ * (bootstrap/tracing.ts), so a service without it pays nothing. A span never carries a token, a secret, a body or an
+ * error's message (a driver's text can name a URL with credentials): a failure is marked by its class only.
  */
 
 /** The samplers OTEL_TRACES_SAMPLER names (the OpenTelemetry specification's list, less the vendor ones). */
@@ -112,28 +107,18 @@ export interface Tracing {
 }
 
 const samplerOf = (name: SamplerName, ratio: number): Sampler => {
-  switch (name) {
-    case 'always_on':
-      return new AlwaysOnSampler();
-    case 'always_off':
-      return new AlwaysOffSampler();
-    case 'traceidratio':
-      return new TraceIdRatioBasedSampler(ratio);
-    case 'parentbased_always_on':
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
-    case 'parentbased_always_off':
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case 'parentbased_traceidratio':
-      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
-  }
+  const root = name.endsWith('always_on')
+    ? new AlwaysOnSampler()
+    : name.endsWith('always_off')
+      ? new AlwaysOffSampler()
+      : new TraceIdRatioBasedSampler(ratio);
+  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
 };
 
 /**
- * The SDK's batch processor behind a count of its own: the batch processor drops a span silently when its queue is
- * full, so spans are counted in here (a sampled span handed on) and out when the exporter takes a batch (the batch
- * processor takes a batch off its queue and hands it to the exporter in one step), and a span that would pass the
- * bound is dropped here, counted. The exporter's failures (the collector refused or did not answer within
- * OTEL_EXPORTER_OTLP_TIMEOUT) are counted as dropped too: the SDK does not retry them.
+ * The SDK's batch processor drops a span silently when its queue is full, so spans are counted here, in when handed
+ * on and out when the exporter takes a batch, and one past the bound is dropped here, counted. A failed export
+ * (refused, or no answer within OTEL_EXPORTER_OTLP_TIMEOUT) is counted as dropped too: the SDK does not retry it.
  */
 const countedBatches = (
   exporter: SpanExporter,
@@ -173,11 +158,9 @@ const countedBatches = (
 };
 
 /**
- * Starts the SDK: the provider, its sampler, the OTLP exporter behind a bounded batch, the async context. The resource
- * is the SDK's own (telemetry.sdk.*), the service's name and version, then what the SDK's detectors find, each over
- * the one before: the host, a
- * `service.instance.id` of this process, and OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME as the specification
- * reads them. A failing export is logged once, when exports start failing, and its end once, like a backend outage.
+ * Starts the SDK. The resource is the SDK's own, the service's name and version, then what the detectors find (host,
+ * `service.instance.id`, OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME), each over the one before. A failing export is
+ * logged once when exports start failing and once when they recover, like a backend outage.
  */
 export const startTracing = (options: TracingOptions): Tracing => {
   const dropped: DroppedSpans = { queueFull: 0, exportFailed: 0 };
@@ -226,10 +209,9 @@ interface UndiciRequest {
 }
 
 /**
- * A client span for each `fetch` made while a request's span is active: the JWKS fetch of `AUTH=jwt`, under the token
- * check's span (the only `fetch` of the service). From undici's diagnostics channels, which Node's `fetch` publishes
- * to: nothing is patched. The span ends when the response's headers arrive (a key set is a few hundred bytes). Its
- * URL is the origin and path only: no query, no user information.
+ * A client span for each `fetch` made under a request's span (the JWKS fetch of AUTH=jwt), from the diagnostics
+ * channels Node's `fetch` publishes to. It ends with the response's headers (a key set is small); its URL is the
+ * origin and path only: no query, no user information.
  */
 export const traceFetches = (tracer: Tracer): void => {
   const spans = new WeakMap<UndiciRequest, Span>();
@@ -253,10 +235,7 @@ export const traceFetches = (tracer: Tracer): void => {
     if (span === undefined) return;
     spans.delete(request);
     span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.statusCode);
-    if (response.statusCode >= 400) {
-      span.setAttribute(ATTR_ERROR_TYPE, String(response.statusCode));
-      span.setStatus({ code: SpanStatusCode.ERROR });
-    }
+    if (response.statusCode >= 400) failed(span, String(response.statusCode));
     span.end();
   });
   subscribe('undici:request:error', (message) => {
@@ -264,8 +243,7 @@ export const traceFetches = (tracer: Tracer): void => {
     const span = spans.get(request);
     if (span === undefined) return;
     spans.delete(request);
-    span.setAttribute(ATTR_ERROR_TYPE, errorClass(error));
-    span.setStatus({ code: SpanStatusCode.ERROR });
+    failed(span, errorClass(error));
     span.end();
   });
 };
@@ -316,10 +294,7 @@ export const requestTracer = (tracer: Tracer) => ({
         span.setAttribute(ATTR_ERROR_TYPE, 'closed_before_answer');
       } else {
         span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
-        if (status >= 500) {
-          span.setAttribute(ATTR_ERROR_TYPE, String(status));
-          span.setStatus({ code: SpanStatusCode.ERROR });
-        }
+        if (status >= 500) failed(span, String(status));
       }
       span.end();
     };
@@ -337,6 +312,11 @@ export interface BackendSpans {
   readonly collection?: string;
 }
 
+const failed = (span: Span, type: string): void => {
+  span.setAttribute(ATTR_ERROR_TYPE, type);
+  span.setStatus({ code: SpanStatusCode.ERROR });
+};
+
 const errorClass = (e: unknown): string =>
   e instanceof Error ? e.constructor.name || 'Error' : typeof e === 'object' && e !== null ? 'object' : typeof e;
 
@@ -345,11 +325,7 @@ const leftClass = (left: unknown): string =>
     ? (left as { _tag: string })._tag
     : 'unavailable';
 
-/**
- * One client span around one call of a port, a child of the span active when the call runs (the request's). A Left
- * is the port's refusal (a backend unavailable or too slow, storage full): marked by its `_tag`. A thrown error is
- * marked by its class, and thrown on.
- */
+/** A client span around one call of a port, under the request's span: a Left is marked by its `_tag`, a throw by its class. */
 const traced = <E, A>(
   tracer: Tracer,
   spans: BackendSpans,
@@ -373,15 +349,11 @@ const traced = <E, A>(
     try {
       result = await context.with(trace.setSpan(active, span), task);
     } catch (e) {
-      span.setAttribute(ATTR_ERROR_TYPE, errorClass(e));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      failed(span, errorClass(e));
       span.end();
       throw e;
     }
-    if (result._tag === 'Left') {
-      span.setAttribute(ATTR_ERROR_TYPE, leftClass(result.left));
-      span.setStatus({ code: SpanStatusCode.ERROR });
-    }
+    if (result._tag === 'Left') failed(span, leftClass(result.left));
     span.end();
     return result;
   };

@@ -2,18 +2,11 @@ import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 
-/**
- * How one environment variable is read: its reader (raw text to value, or what is wrong with it), default, example
- * and secrecy; and the readers the variables share. A reader is a plain function `(raw) => Either<problem, value>`.
- */
+/** How one environment variable is read, and the readers the variables share: `(raw) => Either<problem, value>`. */
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-/**
- * One variable: how to read it, its default, a good example, and whether its value is secret. A secret variable may
- * also be given as `<NAME>_FILE`, the path of a file that holds the value (the convention of the official images for
- * Docker and Kubernetes secrets): see `get`.
- */
+/** A secret variable may also be given as `<NAME>_FILE`, the path of a file that holds it (Docker and Kubernetes secrets). */
 export interface Variable<A> {
   readonly name: string;
   readonly read: (raw: string) => E.Either<string, A>;
@@ -28,10 +21,8 @@ export class ConfigError extends Error {}
 export const SECRET_FILE_MAX_BYTES = 1024 * 1024;
 
 /**
- * The value of a secret variable given as `<NAME>_FILE`: the file's text less its trailing line breaks (as the shell's
- * `$(cat file)` reads it, so a file written by `echo` holds the value); undefined when `<NAME>_FILE` is unset. Only a
- * regular file of at most SECRET_FILE_MAX_BYTES is read (a path to a device or a FIFO would block or never end), and a
- * problem names the variable and the path, never the content.
+ * A secret from `<NAME>_FILE`, less its trailing line breaks as `$(cat file)` reads it. Only a regular file of at most
+ * SECRET_FILE_MAX_BYTES is read (a device or a FIFO would block or never end); a problem never names the content.
  */
 const readSecretFile = (env: Env, v: Variable<unknown>): string | undefined => {
   const fileVariable = `${v.name}_FILE`;
@@ -107,10 +98,8 @@ export const readHost = (raw: string) =>
   /^[A-Za-z0-9.:_-]{1,253}$/.test(raw) ? E.right(raw) : E.left('must be a host name or IP address');
 
 /**
- * A MongoDB connection string: its form, and each host's port (1 to 65535), so that an obviously bad value stops
- * start-up whatever STORAGE is. With STORAGE=mongodb the driver's own parser then checks the rest (options, TLS,
- * credentials; bootstrap/backends.ts). The driver is not loaded for this: with STORAGE=memory it would cost 130 ms of
- * start-up and 20 MB for a variable nothing uses (.env.example sets it beside STORAGE=memory).
+ * A MongoDB connection string's form and ports, so an obviously bad value stops start-up whatever STORAGE is; the
+ * driver checks the rest with STORAGE=mongodb, and is not loaded for this (130 ms and 20 MB with STORAGE=memory).
  */
 export const readMongoUri = (raw: string): E.Either<string, string> => {
   const hosts = /^mongodb(\+srv)?:\/\/(?:[^@/\s]*@)?([^@/?\s]+)(?:[/?]\S*)?$/.exec(raw);
@@ -133,18 +122,10 @@ export const readWriteConcern = (raw: string): E.Either<string, 'majority' | num
         E.mapLeft(() => 'must be majority or a number of members from 1 to 50'),
       );
 
-/**
- * A Redis URL that ioredis reads as meant: a valid URL (a port up to 65535) whose path, if any, is a database number.
- * ioredis takes any path (or `?db=`) as the database and selects it, so `/abc` would reach Redis as `SELECT NaN`.
- */
+/** A Redis URL whose path, if any, is a database number: ioredis would send `/abc` as `SELECT NaN`. */
 export const readRedisUrl = (raw: string): E.Either<string, string> => {
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    url = undefined;
-  }
-  if (url === undefined || !/^rediss?:\/\/[^\s]*$/.test(raw)) return E.left('must be a redis:// or rediss:// URL');
+  const url = URL.parse(raw);
+  if (url === null || !/^rediss?:\/\/[^\s]*$/.test(raw)) return E.left('must be a redis:// or rediss:// URL');
   const dbs = url.searchParams.getAll('db'); // ioredis reads `?db=` too (the last, when repeated)
   return /^(\/[0-9]{0,9})?$/.test(url.pathname) && dbs.every((db) => /^[0-9]{1,9}$/.test(db))
     ? E.right(raw)
@@ -152,12 +133,8 @@ export const readRedisUrl = (raw: string): E.Either<string, string> => {
 };
 
 export const readHttpUrl = (raw: string) => {
-  try {
-    const url = new URL(raw);
-    return url.protocol === 'https:' || url.protocol === 'http:' ? E.right(raw) : E.left('must be an http(s) URL');
-  } catch {
-    return E.left('must be an http(s) URL');
-  }
+  const protocol = URL.parse(raw)?.protocol;
+  return protocol === 'https:' || protocol === 'http:' ? E.right(raw) : E.left('must be an http(s) URL');
 };
 
 export const readJwtSecret = (raw: string) =>
@@ -182,14 +159,9 @@ export const readCorsOrigins = (raw: string): E.Either<string, '*' | readonly st
   const origins: string[] = [];
   for (const item of raw.split(',')) {
     const text = item.trim();
-    let url: URL | undefined;
-    try {
-      url = new URL(text);
-    } catch {
-      url = undefined;
-    }
+    const url = URL.parse(text);
     if (
-      url === undefined ||
+      url === null ||
       (url.protocol !== 'http:' && url.protocol !== 'https:') ||
       url.username !== '' ||
       url.password !== '' ||

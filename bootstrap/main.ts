@@ -29,20 +29,11 @@ const CUT_SETTLE_MS = 200;
 const TRACE_FLUSH_MS = 1000;
 
 /** Resolves with the promise's value, or with undefined once `ms` have passed. */
-const within = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> =>
-  new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(undefined), ms);
-    void promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      () => {
-        clearTimeout(timer);
-        resolve(undefined);
-      },
-    );
-  });
+const within = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> => {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
+  return Promise.race([promise.catch(() => undefined), late]).finally(() => clearTimeout(timer));
+};
 
 /** Whether `port` can be listened on now (on `host`, or every address). */
 const canListen = (port: number, host: string | undefined): Promise<boolean> =>
@@ -54,11 +45,7 @@ const canListen = (port: number, host: string | undefined): Promise<boolean> =>
     );
   });
 
-/**
- * A port to suggest instead of a busy one: the nearest above it that is free now and is not `avoid` (the other
- * listener's configured port), among the next 100; undefined when none is. Never the default, which is likely the
- * busy one.
- */
+/** The nearest free port of the next 100 above a busy one that is not `avoid` (the other listener's). */
 const freePortNear = async (port: number, host: string | undefined, avoid: number | undefined) => {
   for (let p = port + 1; p <= Math.min(65535, port + 100); p += 1) {
     if (p !== avoid && (await canListen(p, host))) return p;
@@ -146,9 +133,8 @@ const main = async (): Promise<void> => {
   let admin: Server | undefined;
 
   /**
-   * Stops accepting connections, lets in-flight requests finish, closes the backends, exits 0. The whole of it is
-   * bounded by SHUTDOWN_TIMEOUT_MS: requests still running then are cut, and backends that have not closed by then are
-   * left to the process's exit. A signal during start-up ends the start the same way (nothing was serving yet).
+   * Stops accepting connections, lets in-flight requests finish, closes the backends, exits 0, all within
+   * SHUTDOWN_TIMEOUT_MS: what still runs then is cut or left to the process's exit. Start-up is ended the same way.
    */
   const stop = async (signal: string): Promise<void> => {
     if (stopping) return;
@@ -174,9 +160,8 @@ const main = async (): Promise<void> => {
         logger.warn({ cutRequests: inFlight() }, 'shutdown bound reached: cutting the requests still running');
         server.closeAllConnections();
         await closed;
-        // The server's 'close' comes before its cut connections' own: wait for those (briefly), so that a cut request
-        // whose handler is not held by a backend (one reading its body, say) is logged 499 before the process exits.
-        // One still waiting on a backend is logged when closing the backends ends that call (docs/operations.md).
+        // The server's 'close' comes before its cut connections' own: wait briefly for those, so a cut request not
+        // held by a backend is logged 499 before the exit (one held is logged as the backends close).
         for (const until = performance.now() + CUT_SETTLE_MS; inFlight() > 0 && performance.now() < until;) {
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
@@ -192,8 +177,7 @@ const main = async (): Promise<void> => {
       if (closed === true) logger.info({}, 'backends closed');
       else logger.warn({}, 'shutdown bound reached: backends left to close with the process');
     }
-    // The spans of the last requests get a short export; with the collector away (the last export failed) the stop
-    // does not wait for it at all.
+    // The last spans get a short export; none with the collector away (the last export failed).
     if (tracing !== undefined) {
       const flushed = await within(
         tracing.shutdown().then(() => true),

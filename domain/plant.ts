@@ -7,12 +7,9 @@ declare const brand: unique symbol;
 type Brand<T, B extends string> = T & { readonly [brand]: B };
 
 /**
- * The fields of a plant beside its id, in the order they are checked and shown: each a text of 1 to `max` code points
- * under the one text rule (`textRule`, below). A plant must have the `required` ones and may leave out the others;
- * `example` is a value the API's documentation shows. Everything that lists a plant's fields derives from this one
- * record: the Plant type, `samePlant`, `plant`, the HTTP body's codec and the OpenAPI schemas, the 409 message, the
- * MongoDB document's check, the memory store's worst-case size. A new field is one line here
- * (docs/architecture.md, "Adding a plant field"; test/architecture/plant-fields.test.ts keeps that true).
+ * The fields of a plant beside its id, in the order they are checked and shown, each a text of 1 to `max` code points
+ * under `textRule`; `example` is what the API's documentation shows. Everything that lists a plant's fields derives
+ * from this record, so a new field is one line here (docs/architecture.md, "Adding a plant field").
  */
 export const PLANT_FIELDS = {
   name: { required: true, max: 200, example: 'Monstera' },
@@ -54,8 +51,7 @@ export const PlantId = {
 } as const;
 
 const NON_BLANK = /\S/u;
-// Control characters are C0 (U+0000..U+001F) and DEL (U+007F). C1 controls and format characters are allowed,
-// as the contract names only these.
+// C0 and DEL only: the contract names no other control characters.
 // eslint-disable-next-line no-control-regex -- matching control characters is this expression's purpose
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -68,15 +64,11 @@ const countCodePoints = (s: string): number => {
   return n;
 };
 
-/**
- * The text rule of every plant field. A lone UTF-16 surrogate is refused too: it is not a Unicode scalar value,
- * UTF-8 (the wire and every store) cannot carry it, and it would come back changed.
- */
+/** The text rule of every plant field; a lone surrogate is refused too, as UTF-8 cannot carry it. */
 const textRule =
   <K extends PlantField>(max: number) =>
   (field: string, s: string): E.Either<FieldRuleBroken, PlantText<K>> => {
-    // A code point is one or two UTF-16 units: past 2 * max units the text is too long without counting, so
-    // every check below reads at most 2 * max units, whatever the size of the string.
+    // Past 2 * max UTF-16 units the text is too long without counting: no check reads more, whatever its size.
     const length = s.length > 2 * max ? max + 1 : countCodePoints(s);
     if (length < 1 || length > max) return E.left(broken(field, `must be 1 to ${max} characters`));
     if (hasControlCharacter(s)) return E.left(broken(field, 'must not contain control characters'));
@@ -108,10 +100,7 @@ export const samePlant = (a: Plant, b: Plant): boolean => {
 /** What `plant` takes: checked fields, an optional one absent or undefined. */
 export type PlantFields = { readonly id: PlantId } & { readonly [K in PlantField]?: PlantText<K> | undefined };
 
-/**
- * A plant of checked fields (the caller has checked that the required ones are there), in the fields' order; an
- * absent field is left out, not kept as undefined.
- */
+/** A plant of checked fields, the required ones present, in the fields' order; an absent field is left out. */
 export const plant = (fields: PlantFields): Plant => {
   const made: Record<string, unknown> = { id: fields.id };
   for (const k of PLANT_FIELD_NAMES) if (fields[k] !== undefined) made[k] = fields[k];

@@ -11,11 +11,7 @@ export interface BackendMetrics {
 /** `ok`: answered; `unavailable`: did not answer in time (a 503); `error`: threw (a fault). */
 export type CallOutcome = 'ok' | 'unavailable' | 'error';
 
-/**
- * The service's metrics, in the shapes their users ask for: `http` is what the HTTP edge reports (its HttpMetrics),
- * `exposition` what the /metrics endpoints serve (its MetricsExposition). This adapter imports no other adapter;
- * bootstrap/ checks that the shapes fit where it wires them.
- */
+/** The shapes the HTTP edge reports to and /metrics serves; bootstrap/ checks they fit where it wires them. */
 export interface ServiceMetrics {
   readonly http: {
     readonly observe: (method: string, route: string, status: number, seconds: number) => void;
@@ -36,21 +32,15 @@ const REDUNDANT_TOTALS = [
 /** Label values are single words, as Prometheus conventions ask: `token store` is labelled `token_store`. */
 const labelOf = (backend: string) => backend.replace(/ /g, '_');
 
-// Seconds. The API answers in about a millisecond on memory storage. No edge sits on a timeout (storage and token
-// checks 2 s, the rate limiter 0.5 s, the shutdown 10 s by default): a call cut at its timeout takes a little longer
-// than it, and would land in the bucket above the edge, far from the truth. The API keeps 0.5 s, its p99 objective.
+// Seconds. No edge sits on a timeout (2 s, 0.5 s, 10 s): a call cut at its timeout would land in the bucket above,
+// far from the truth. 0.5 s stays, the API's p99 objective.
 const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2.5, 5, 15];
 const BACKEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.4, 0.75, 1, 1.5, 2.5, 5];
 
 /**
- * The service's Prometheus metrics, on a registry of its own (prom-client): requests by route, method and status,
- * their durations and the requests in flight (counted by the server, read at scrape time); each backend's availability and call durations; rate-limit refusals;
- * and prom-client's default process and Node metrics (CPU, memory, heap, GC, event-loop lag).
- *
- * Per request the edge costs one histogram observation (HotHistogram: a bucket search and three additions) on a label
- * child that is looked up once per (method, route, status) and reused, and each backend call one more; the request
- * counter is read from the histogram's counts at scrape time. The label values are bounded (methods Node's parser
- * accepts, the app's route templates, status codes), never a raw path.
+ * The service's Prometheus metrics on a registry of its own, with prom-client's process and Node metrics. A request
+ * costs one HotHistogram observation on a child found once per (method, route, status); the request counter is read
+ * from the histogram's counts at scrape time. Label values are bounded: never a raw path.
  */
 export const serviceMetrics = ({
   inFlight,
@@ -67,8 +57,7 @@ export const serviceMetrics = ({
 } = {}): ServiceMetrics => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  // prom-client names three gauges `*_total`, which `promtool check metrics` refuses (the suffix is for counters).
-  // Each repeats the sum of its sibling without the suffix (nodejs_active_handles, by type): sum() gives it back.
+  // `promtool check metrics` refuses a gauge named `*_total`.
   for (const name of REDUNDANT_TOTALS) registry.removeSingleMetric(name);
   if (version !== undefined) {
     new Gauge({

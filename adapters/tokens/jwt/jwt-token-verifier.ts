@@ -44,10 +44,7 @@ class KeySourceUnavailable extends Error {}
 
 const JWKS_ACCEPT = 'application/json, application/jwk-set+json';
 
-/**
- * Fetches the key set and checks that it is one. Every way the key source can fail becomes KeySourceUnavailable, so
- * that only what jose says about the token itself can make a token invalid.
- */
+/** Fetches the key set: every way the key source can fail is KeySourceUnavailable, never an invalid token. */
 const fetchKeySet = async (url: string, init: RequestInit): Promise<JSONWebKeySet> => {
   let response: Response;
   try {
@@ -78,12 +75,10 @@ const fetchKeySet = async (url: string, init: RequestInit): Promise<JSONWebKeySe
 };
 
 /**
- * Signed JWTs (AUTH=jwt), verified with jose: HS256 with a shared secret, RS256/ES256 with a public key, or keys from
- * a JWKS URL. `exp` and `sub` are required, and the owner claim; `nbf` is honoured; `iss` and `aud` are checked when
- * configured. Scopes come from the `scope` claim, a space-delimited string (RFC 8693) or an array of strings (as
- * several identity providers issue it); absent: none. A token that fails any check resolves to nothing (401), and
- * the check that failed goes to `rejected` (for the request's log line; never the token); a JWKS URL that cannot answer with a key set in time (refused, timed out, an error
- * status, not JSON, not a key set), also when cached keys must be refreshed, is AuthUnavailable (503).
+ * Signed JWTs (AUTH=jwt), verified with jose: HS256, RS256/ES256 with a public key, or a JWKS URL. `exp`, `sub` and
+ * the owner claim are required; `iss` and `aud` are checked when configured. Scopes: the `scope` claim, a
+ * space-delimited string (RFC 8693) or an array of strings. A failed check is a 401 and goes to `rejected` (never the
+ * token); a JWKS URL that does not answer a key set in time is AuthUnavailable (503).
  */
 export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifier> => {
   const { key } = options;
@@ -144,9 +139,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
   };
 
   /**
-   * The key source could not answer: a 503, never a 401. jose asks for the key set before it judges a token's
-   * signature (on the first token, when the cached keys are older than the cache age, and for an unknown `kid` once
-   * the cooldown since the last fetch has passed), and everything that fetch can meet is KeySourceUnavailable. A
+   * The key source could not answer: a 503, never a 401 (jose fetches the key set before it judges a signature). A
    * `kid` still unknown after a successful fetch (JWKSNoMatchingKey) is the token's fault: 401.
    */
   const unavailable = (e: unknown): boolean => {

@@ -13,30 +13,28 @@ import { listenForInvalidations } from './invalidations.js';
 import { newToken } from './new-token.js';
 
 /**
- * Opaque tokens in Redis (AUTH=redis). A token is kept only as its SHA-256: the key is `plantstore:token:<hex>`, a
- * hash of owner, subject, space-separated scopes, issued and expires (ms since the epoch; none: never), with the expiry
- * also as the key's TTL. Revoking deletes the key. A lookup that Redis cannot answer in time is AuthUnavailable, never
- * "unknown token".
+ * Opaque tokens in Redis (AUTH=redis), kept only as their SHA-256: `plantstore:token:<hex>` is a hash of owner,
+ * subject, scopes, issued and expires (ms; none: never), the expiry also its TTL. A lookup Redis does not answer in
+ * time is AuthUnavailable, never "unknown token".
  *
- * Every write is one command, never MULTI/EXEC nor a script (which Redis 7 replicates as MULTI/EXEC): replaying its
- * append-only file, Redis checks a transaction's commands against the default user's ACL and drops them where that user
- * is off, as compose's ACL has it (redis/redis#14541), so a token or a revocation would vanish at the next restart.
- * Hence the order of the writes, each safe if the next is lost: the owner's index before the token, the `expires` field
- * checked on every lookup before the key's TTL (which only collects it), the deletes before the index's cleanup.
+ * Every write is one command, never MULTI/EXEC nor a script: replaying its append-only file, Redis drops a
+ * transaction's commands where the default user is off, as compose's ACL has it (redis/redis#14541). Hence the order
+ * of the writes, each safe if the next is lost: the owner's index before the token, the `expires` field checked on
+ * every lookup (the TTL only collects it), the deletes before the index's cleanup.
  *
- * With the cache on, positive lookups are kept in process memory, and revocation still reaches every process at once:
- * Redis reports every change to a token key to every process (server-assisted client-side caching, see
- * invalidations.ts), which drops it from its cache. While that report stream is not known to be whole
- * (not yet set up, disconnected, silent), the cache is neither read nor filled, and it is emptied.
+ * Cached lookups are dropped in every process when Redis reports a change to their key (invalidations.ts); while that
+ * stream is not known to be whole, the cache is emptied and neither read nor filled.
  */
 export const KEY_PREFIX = 'plantstore:token:';
 export const keyOf = (token: string): string => KEY_PREFIX + hash('sha256', token, 'hex');
 /**
- * Each owner's tokens, by key: a set written before the token, so that listing or revoking an owner's tokens costs a
- * round trip or two and work in proportion to that owner's tokens, never a walk of the keyspace. A member whose token
- * has expired is dropped by the next list or revoke of that owner. Outside KEY_PREFIX: its changes invalidate nothing.
+ * Each owner's token keys, so listing or revoking costs in proportion to that owner's tokens, never a keyspace walk;
+ * expired members go at the owner's next list or revoke. Outside KEY_PREFIX: its changes invalidate nothing.
  */
 export const ownerIndexOf = (owner: string): string => `plantstore:owner-tokens:${owner}`;
+
+/** Bound on cached tokens; the oldest go first. */
+const CACHE_MAX = 10_000;
 
 const StoredPrincipal = t.type({ owner: t.string, subject: t.string, scopes: t.string });
 
@@ -63,6 +61,14 @@ const decodeRecord = (record: Record<string, string>, now: number): Principal | 
   const scopes = raw.right.scopes.split(' ').filter((s) => s !== '');
   if (E.isLeft(owner) || raw.right.subject === '' || !scopes.every(isScope)) return undefined;
   return { owner: owner.right, subject: raw.right.subject, scopes: new Set(scopes) };
+};
+
+/** The HGETALL and PTTL replies of the `i`th key of a MULTI, or the error of either. */
+const recordAndTtl = (replies: [Error | null, unknown][], i: number): [Record<string, string>, number] => {
+  const [[recordErr, record] = [], [pttlErr, pttl] = []] = replies.slice(2 * i, 2 * i + 2);
+  if (recordErr) throw recordErr;
+  if (pttlErr) throw pttlErr;
+  return [(record ?? {}) as Record<string, string>, Number(pttl)];
 };
 
 const attempt =
@@ -101,29 +107,20 @@ export interface RedisTokenStore {
 }
 
 export interface RedisTokenStoreOptions {
-  /**
-   * How long a positive lookup is served from process memory, in ms (0: never). A revocation or any other change of
-   * the token's key drops it from every process's cache at once; an expiring token never outlives its own TTL.
-   */
+  /** How long a positive lookup is served from process memory, in ms (0: never); never past the token's own TTL. */
   readonly cacheTtlMs: number;
-  /** Bound on cached tokens; the oldest entries go first. */
-  readonly cacheMax?: number;
-  /** How often the invalidation connection proves itself alive (default 250 ms). */
-  readonly heartbeatMs?: number;
-  /** How long after its last proof the invalidation stream is trusted (default 1000 ms). */
-  readonly leaseMs?: number;
   readonly logger?: Logger;
 }
 
 export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): RedisTokenStore => {
-  const cacheMax = options.cacheMax ?? 10_000;
   const cache = new Map<string, { principal: Principal; until: number }>();
   const invalidations =
     options.cacheTtlMs > 0
       ? listenForInvalidations(redis, {
           prefix: KEY_PREFIX,
-          heartbeatMs: options.heartbeatMs ?? 250,
-          leaseMs: options.leaseMs ?? 1000,
+          // The invalidation connection proves itself alive every 250 ms, and is trusted for 1 s after its last proof.
+          heartbeatMs: 250,
+          leaseMs: 1000,
           ...(options.logger === undefined ? {} : { logger: options.logger }),
         })
       : undefined;
@@ -133,15 +130,14 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
   });
 
   /**
-   * Caches a lookup sent at `sentAt` whose PTTL answer was `pttl`: -1 no expiry, -2 no key, 0 expiring within this
-   * millisecond, n > 0 milliseconds left. The entry ends no later than the token (counted from when the lookup was
-   * sent, so the round trip cannot stretch it); a token in its last millisecond is not cached.
+   * Caches a lookup whose PTTL answer was `pttl` (-1 no expiry, -2 no key, 0 expiring now, n ms left): the entry ends
+   * no later than the token, counted from `sentAt` so the round trip cannot stretch it.
    */
   const remember = (key: string, principal: Principal, pttl: number, expires: number | undefined, sentAt: number) => {
     const ttl = pttl === -1 ? options.cacheTtlMs : pttl > 0 ? Math.min(options.cacheTtlMs, pttl) : 0;
     const until = Math.min(sentAt + ttl, expires ?? Infinity);
     if (until <= sentAt) return;
-    if (cache.size >= cacheMax) cache.delete(cache.keys().next().value as string);
+    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
     cache.set(key, { principal, until });
   };
 
@@ -156,10 +152,7 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
     const gone: string[] = [];
     const now = Date.now();
     keys.forEach((key, i) => {
-      const [[recordErr, record] = [], [pttlErr, pttl] = []] = replies.slice(2 * i, 2 * i + 2);
-      if (recordErr) throw recordErr;
-      if (pttlErr) throw pttlErr;
-      const stored = record as Record<string, string>;
+      const [stored, pttl] = recordAndTtl(replies, i);
       const principal = decodeRecord(stored, now);
       if (principal === undefined || principal.owner !== owner) return void gone.push(key);
       if (subject !== undefined && principal.subject !== subject) return;
@@ -171,7 +164,7 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
           subject: principal.subject,
           scopes: [...principal.scopes],
           issuedAt: Number.isSafeInteger(issued) ? issued : undefined,
-          expiresAt: expiresOf(stored) ?? (Number(pttl) > 0 ? now + Number(pttl) : undefined),
+          expiresAt: expiresOf(stored) ?? (pttl > 0 ? now + pttl : undefined),
         },
       });
     });
@@ -197,15 +190,11 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
       const version = invalidations?.version();
       return attempt(async () => {
         const sentAt = Date.now();
-        const replies = await redis.multi().hgetall(key).pttl(key).exec();
-        const [[recordErr, record] = [], [pttlErr, pttl] = []] = replies ?? [];
-        if (recordErr) throw recordErr;
-        if (pttlErr) throw pttlErr;
-        const stored = (record ?? {}) as Record<string, string>;
+        const [stored, pttl] = recordAndTtl((await redis.multi().hgetall(key).pttl(key).exec()) ?? [], 0);
         const principal = decodeRecord(stored, sentAt);
         if (principal === undefined) return O.none;
         if (live && invalidations?.live() === true && invalidations.version() === version) {
-          remember(key, principal, Number(pttl), expiresOf(stored), sentAt);
+          remember(key, principal, pttl, expiresOf(stored), sentAt);
         }
         return O.some(principal);
       });

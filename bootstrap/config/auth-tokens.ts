@@ -14,45 +14,37 @@ export interface StaticTokenEntry {
   readonly scopes: readonly Scope[];
 }
 
-const ScopeCodec = new t.Type<Scope, string, unknown>(
-  'Scope',
-  (u): u is Scope => typeof u === 'string' && isScope(u),
-  (u, c) =>
-    typeof u === 'string' && isScope(u)
-      ? t.success(u)
-      : t.failure(u, c, 'scopes must be plants:read and/or plants:write'),
-  (s) => s,
-);
-
-const nonEmptyCodec = (what: string, max: number) =>
-  new t.Type<string, string, unknown>(
-    what,
-    (u): u is string => typeof u === 'string',
-    (u, c) =>
-      typeof u === 'string' && u.length >= 1 && u.length <= max && !hasControlCharacter(u)
-        ? t.success(u)
-        : t.failure(u, c, `${what} must be a string of 1 to ${max} characters`),
+/** A string codec: what `valid` accepts (as `normal` makes it), else a failure with `message`. */
+const checked = <A extends string = string>(
+  name: string,
+  valid: (s: string) => boolean,
+  message: string,
+  normal = (s: string) => s,
+) =>
+  new t.Type<A, string, unknown>(
+    name,
+    (u): u is A => typeof u === 'string' && valid(u),
+    (u, c) => (typeof u === 'string' && valid(u) ? t.success(normal(u) as A) : t.failure(u, c, message)),
     (s) => s,
   );
 
-const TokenSecretCodec = new t.Type<string, string, unknown>(
+const ScopeCodec = checked<Scope>('Scope', isScope, 'scopes must be plants:read and/or plants:write');
+const nonEmptyCodec = (what: string, max: number) =>
+  checked(
+    what,
+    (u) => u.length >= 1 && u.length <= max && !hasControlCharacter(u),
+    `${what} must be a string of 1 to ${max} characters`,
+  );
+const TokenSecretCodec = checked(
   'token',
-  (u): u is string => typeof u === 'string',
-  (u, c) =>
-    typeof u === 'string' && isBearerToken(u)
-      ? t.success(u)
-      : t.failure(u, c, `token must be an RFC 6750 b64token of at most ${TOKEN_MAX} characters`),
-  (s) => s,
+  isBearerToken,
+  `token must be an RFC 6750 b64token of at most ${TOKEN_MAX} characters`,
 );
-
-const Sha256HexCodec = new t.Type<string, string, unknown>(
+const Sha256HexCodec = checked(
   'sha256',
-  (u): u is string => typeof u === 'string',
-  (u, c) =>
-    typeof u === 'string' && /^[0-9a-fA-F]{64}$/.test(u)
-      ? t.success(u.toLowerCase())
-      : t.failure(u, c, 'sha256 must be 64 hex digits'),
-  (s) => s,
+  (u) => /^[0-9a-fA-F]{64}$/.test(u),
+  'sha256 must be 64 hex digits',
+  (u) => u.toLowerCase(),
 );
 
 const EntryFieldsCodec = t.type({

@@ -56,9 +56,7 @@ const unavailable = (what: string): FailureResponse => ({
 
 /** The plant's fields in words (PLANT_FIELDS), joined by "and" or "or". */
 export const plantFieldsJoined = (conjunction: 'and' | 'or'): string =>
-  PLANT_FIELD_NAMES.length === 1
-    ? (PLANT_FIELD_NAMES[0] as string)
-    : `${PLANT_FIELD_NAMES.slice(0, -1).join(', ')} ${conjunction} ${PLANT_FIELD_NAMES[PLANT_FIELD_NAMES.length - 1] as string}`;
+  new Intl.ListFormat('en', { type: conjunction === 'and' ? 'conjunction' : 'disjunction' }).format(PLANT_FIELD_NAMES);
 const CONFLICT = `id: a plant with this id and a different ${plantFieldsJoined('or')} already exists`;
 
 /** IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, three-field form). */
@@ -160,9 +158,5 @@ export const toResponse = (failure: Failure): FailureResponse => {
       return unavailable('storage');
     case 'AuthUnavailable':
       return unavailable('authentication');
-    default: {
-      const unhandled: never = failure;
-      throw new Error(`unmapped failure ${JSON.stringify(unhandled)}`);
-    }
   }
 };

@@ -30,46 +30,93 @@ export const CORS_IN_WORDS = [
   'a path does not have. No credentials mode: the bearer token goes in Authorization.',
 ].join(' ');
 
+/**
+ * A failure answer: the Error body with a real example (what the service sends for this status, so that the docs
+ * page shows it instead of `{"error": 0, "message": "string"}`), X-Request-Id, and the fields this answer adds.
+ * Cache-Control and X-Content-Type-Options, on every answer alike, are said once in the document's description:
+ * declared on every status of every operation, they made Go clients parse them a hundred times over.
+ */
+export const error = (
+  status: number,
+  description: string,
+  message: string,
+  extraHeaders: Record<string, object> = {},
+) => ({
+  description,
+  headers: { 'X-Request-Id': ref('headers/X-Request-Id'), ...extraHeaders },
+  content: { 'application/json': { schema: ref('schemas/Error'), example: { error: status, message } } },
+});
+
+/** An operation without a 400 of its own still answers malformed HTTP with one (and a 4xx is what linters look for). */
+const malformed = { '400': ref('responses/MalformedRequest') };
+
+/** A GET of an operational path: no token, one success answer, and the failures it adds to every path's. */
+const get = (
+  operationId: string,
+  summary: string,
+  description: string,
+  ok: { readonly description: string; readonly headers?: object; readonly content: object },
+  failures: object = malformed,
+) => ({
+  get: {
+    operationId,
+    summary,
+    description,
+    security: [],
+    responses: { '200': { headers: common, ...ok }, ...failures, ...otherFailures },
+  },
+});
+
+const json = (schema: object) => ({ 'application/json': { schema } });
+
 const operationalPaths: Record<string, PathItem> = {
-  '/metrics': {
-    get: {
-      operationId: 'metrics',
-      summary: 'Prometheus metrics of this process',
-      description:
-        "Prometheus text format: requests by method, route template and status, their durations, requests in flight, each backend's availability and call durations, rate-limit refusals, the service's version (plantstore_build_info), and the process and event-loop metrics. It passes `promtool check metrics`. No token: served on this port unless METRICS_PORT names a separate listener for it, in which case this path answers 404 here, for every method.",
-      security: [],
-      responses: {
-        '200': {
-          description: 'The metrics, in the Prometheus text exposition format 0.0.4.',
-          headers: common,
-          content: { 'text/plain': { schema: { type: 'string' } } },
-        },
-        '404': ref('responses/NotFound'),
-        ...otherFailures,
-      },
+  '/healthz': get(
+    'health',
+    'Liveness: 200 while the process serves requests',
+    'Answers without calling any backend: a failure here means the process itself is not serving.',
+    { description: 'The process serves requests.', content: json(ref('schemas/Health')) },
+  ),
+  '/readyz': get(
+    'ready',
+    'Readiness: 200 when every configured backend answers',
+    'Asks every configured backend (storage, token store) and answers within a bound even when one hangs.',
+    { description: 'Every configured backend answers.', content: json(ref('schemas/Ready')) },
+    {
+      '503': error(
+        503,
+        'A backend does not answer; `message` names which (storage, token store), never its address.',
+        'not ready: storage does not answer',
+        { 'Retry-After': ref('headers/Retry-After') },
+      ),
+      ...malformed,
     },
-  },
-  '/docs': {
-    get: {
-      operationId: 'docs',
-      summary: 'This reference as a web page',
-      description:
-        'Renders /openapi.json with Swagger UI, from files served by the service itself under /docs/ (works offline), under a Content-Security-Policy that allows this origin only. The page loads those files itself; they are not operations of this document. /docs/ (with the slash) redirects here (308, `Location: ../docs`).',
-      security: [],
-      responses: {
-        '200': {
-          description: 'An HTML page.',
-          headers: {
-            ...common,
-            'Content-Security-Policy': { required: true, schema: { type: 'string' } },
-          },
-          content: { 'text/html': { schema: { type: 'string' } } },
-        },
-        '400': ref('responses/MalformedRequest'),
-        ...otherFailures,
-      },
+  ),
+  '/openapi.json': get(
+    'openapi',
+    'This document',
+    'The OpenAPI 3.1.0 document of the service, built from the same constants the code enforces.',
+    { description: 'The OpenAPI 3.1.0 document.', content: json({ type: 'object' }) },
+  ),
+  '/metrics': get(
+    'metrics',
+    'Prometheus metrics of this process',
+    "Prometheus text format: requests by method, route template and status, their durations, requests in flight, each backend's availability and call durations, rate-limit refusals, the service's version (plantstore_build_info), and the process and event-loop metrics. It passes `promtool check metrics`. No token: served on this port unless METRICS_PORT names a separate listener for it, in which case this path answers 404 here, for every method.",
+    {
+      description: 'The metrics, in the Prometheus text exposition format 0.0.4.',
+      content: { 'text/plain': { schema: { type: 'string' } } },
     },
-  },
+    { '404': ref('responses/NotFound') },
+  ),
+  '/docs': get(
+    'docs',
+    'This reference as a web page',
+    'Renders /openapi.json with Swagger UI, from files served by the service itself under /docs/ (works offline), under a Content-Security-Policy that allows this origin only. The page loads those files itself; they are not operations of this document. /docs/ (with the slash) redirects here (308, `Location: ../docs`).',
+    {
+      description: 'An HTML page.',
+      headers: { ...common, 'Content-Security-Policy': { required: true, schema: { type: 'string' } } },
+      content: { 'text/html': { schema: { type: 'string' } } },
+    },
+  ),
 };
 
 /** Adds the operational paths and tags. */

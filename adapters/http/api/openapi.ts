@@ -5,7 +5,7 @@ import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plan
 import { encodeCursor } from './codecs.js';
 import { plantFieldsJoined, RETRY_AFTER_SECONDS, ROUTE_NOT_FOUND } from './failures.js';
 import { JSON_LIMITS } from './json.js';
-import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
+import { CORS_IN_WORDS, error, withOperationalPaths } from './openapi-operations.js';
 
 /**
  * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:
@@ -15,19 +15,8 @@ import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
 // Not blank, no C0 control character, no DEL (JSON Schema patterns are ECMA-262 with the u flag).
 const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
 
-/**
- * A failure answer: the Error body with a real example (what the service sends for this status, so that the docs
- * page shows it instead of `{"error": 0, "message": "string"}`), X-Request-Id, and the fields this answer adds.
- * Cache-Control and X-Content-Type-Options, on every answer alike, are said once in the document's description:
- * declared on every status of every operation, they made Go clients parse them a hundred times over.
- */
-const error = (status: number, description: string, message: string, extraHeaders: Record<string, object> = {}) => ({
-  description,
-  headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' }, ...extraHeaders },
-  content: {
-    'application/json': { schema: { $ref: '#/components/schemas/Error' }, example: { error: status, message } },
-  },
-});
+/** A header of decimal digits. */
+const DIGITS = { type: 'string', pattern: '^[0-9]+$' };
 
 /** On every success answer: what a cache and a browser need to know about the representation. */
 const commonHeaders = {
@@ -54,8 +43,6 @@ const unavailable = { '503': { $ref: '#/components/responses/Unavailable' } };
  * status per operation.
  */
 const otherFailures = { default: { $ref: '#/components/responses/OtherFailure' } };
-/** An operation without a 400 of its own still answers malformed HTTP with one (and a 4xx is what linters look for). */
-export const malformed = { '400': { $ref: '#/components/responses/MalformedRequest' } };
 
 /**
  * JavaScript's advice, in the document's description (in short: openapi-generator copies it into every Python file)
@@ -279,64 +266,6 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         },
       },
     },
-    '/healthz': {
-      get: {
-        operationId: 'health',
-        summary: 'Liveness: 200 while the process serves requests',
-        description: 'Answers without calling any backend: a failure here means the process itself is not serving.',
-        security: [],
-        responses: {
-          '200': {
-            description: 'The process serves requests.',
-            headers: commonHeaders,
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } },
-          },
-          ...malformed,
-          ...otherFailures,
-        },
-      },
-    },
-    '/readyz': {
-      get: {
-        operationId: 'ready',
-        summary: 'Readiness: 200 when every configured backend answers',
-        description:
-          'Asks every configured backend (storage, token store) and answers within a bound even when one hangs.',
-        security: [],
-        responses: {
-          '200': {
-            description: 'Every configured backend answers.',
-            headers: commonHeaders,
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/Ready' } } },
-          },
-          '503': error(
-            503,
-            'A backend does not answer; `message` names which (storage, token store), never its address.',
-            'not ready: storage does not answer',
-            { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
-          ),
-          ...malformed,
-          ...otherFailures,
-        },
-      },
-    },
-    '/openapi.json': {
-      get: {
-        operationId: 'openapi',
-        summary: 'This document',
-        description: 'The OpenAPI 3.1.0 document of the service, built from the same constants the code enforces.',
-        security: [],
-        responses: {
-          '200': {
-            description: 'The OpenAPI 3.1.0 document.',
-            headers: commonHeaders,
-            content: { 'application/json': { schema: { type: 'object' } } },
-          },
-          ...malformed,
-          ...otherFailures,
-        },
-      },
-    },
   },
   components: {
     securitySchemes: {
@@ -403,12 +332,12 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
       'Quota-Limit': {
         description:
           "How many plants the caller's owner may keep (MAX_PLANTS_PER_OWNER). Present on POST /plants answers 200 and 403 (quota) while a quota is configured.",
-        schema: { type: 'string', pattern: '^[0-9]+$' },
+        schema: DIGITS,
       },
       'Quota-Used': {
         description:
           "How many plants the caller's owner keeps, as counted by the service process that served this request (creates of the same owner running at the same time, or served by another process since it last counted, may not be included yet). Present with Quota-Limit.",
-        schema: { type: 'string', pattern: '^[0-9]+$' },
+        schema: DIGITS,
       },
     },
     responses: {
@@ -446,21 +375,13 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         'too many requests: at most 100 per window; retry in 7 s',
         {
           'Retry-After': { $ref: '#/components/headers/Retry-After' },
-          'RateLimit-Limit': {
-            required: true,
-            description: 'Requests allowed per window.',
-            schema: { type: 'string', pattern: '^[0-9]+$' },
-          },
-          'RateLimit-Remaining': {
-            required: true,
-            description: 'Requests left in this window.',
-            schema: { type: 'string', pattern: '^[0-9]+$' },
-          },
-          'RateLimit-Reset': {
-            required: true,
-            description: 'Seconds until the window resets.',
-            schema: { type: 'string', pattern: '^[0-9]+$' },
-          },
+          ...Object.fromEntries(
+            [
+              ['Limit', 'Requests allowed per window.'],
+              ['Remaining', 'Requests left in this window.'],
+              ['Reset', 'Seconds until the window resets.'],
+            ].map(([name, description]) => [`RateLimit-${name}`, { required: true, description, schema: DIGITS }]),
+          ),
         },
       ),
       Unavailable: error(

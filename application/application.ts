@@ -12,17 +12,10 @@ import type { ListPlantsError, ListPlantsQuery, PlantListPage } from './use-case
 
 export type { RateDecision };
 
-/**
- * The application as its driving adapters see it: every use case, already bound to its ports (bootstrap/ does the
- * binding). An inbound adapter holds this and nothing else, so it cannot reach a repository or a token store even by
- * mistake.
- */
+/** Every use case, bound to its ports by bootstrap/: an inbound adapter holds this and cannot reach a port. */
 export interface Application {
   readonly authenticate: (token: string) => TaskEither<InvalidToken | AuthUnavailable, Principal>;
-  /**
-   * Charges a request to the principal's rate allowance; `none` when none could be decided. Absent when rate limiting
-   * is off, so that no request pays for a call that decides nothing.
-   */
+  /** Charges a request to the principal's rate allowance; absent when rate limiting is off. */
   readonly admit?: (principal: Principal) => TaskEither<RateLimited, O.Option<RateDecision>>;
   readonly createPlant: (principal: Principal, candidate: Plant) => TaskEither<CreatePlantError, CreatedPlant>;
   readonly listPlants: (principal: Principal, query: ListPlantsQuery) => TaskEither<ListPlantsError, PlantListPage>;

@@ -10,10 +10,7 @@ export interface StorageFull {
   readonly _tag: 'StorageFull';
 }
 
-/**
- * What tokens are checked against (the token store, a JWKS URL) did not answer in time, or at all. Never read as
- * "token unknown".
- */
+/** What tokens are checked against did not answer in time: never read as "token unknown". */
 export interface AuthUnavailable {
   readonly _tag: 'AuthUnavailable';
 }
@@ -24,8 +21,8 @@ export interface RateLimiterUnavailable {
 }
 
 /**
- * The bearer token is unknown, expired or revoked. `reason`: which check failed, for the request's log line (never the
- * token); `description`: what the client may be told (RFC 6750 error_description), only where it leaks nothing.
+ * The token is unknown, expired or revoked. `reason`: the failed check, for the log line (never the token);
+ * `description`: what the client may be told (RFC 6750), only where it leaks nothing.
  */
 export interface InvalidToken {
   readonly _tag: 'InvalidToken';

@@ -1,7 +1,6 @@
 /**
- * Every setting comes from the environment and is decoded here, once, at start-up. A bad value becomes one line
- * naming the variable, what is wrong and a good example; a secret's value is never repeated in that line.
- * The variables and their readers are in config/; the shapes an adapter takes are the adapter's own option types.
+ * Every setting, decoded from the environment once at start-up; a bad value is one line naming the variable, what is
+ * wrong and an example, never a secret's value. The variables and readers are in config/.
  */
 import type { ServerLimits } from '../adapters/http/server/server.js';
 import type { MongoOptions } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
@@ -42,17 +41,10 @@ export interface TracingConfig {
   readonly maxQueueSize: number;
 }
 
-/**
- * Limits of the HTTP server that are configured (see adapters/http/server/server-limits.ts); the rest keep their
- * defaults, documented there: how long a client may hold an unread response without progress (`unsentStallMs`) and
- * how a closing connection lingers are the server's own judgement, not a capacity an operator sizes.
- */
+/** The configured server limits; the stall and linger bounds are the server's own judgement (server-limits.ts). */
 export type ServerLimitsConfig = Omit<ServerLimits, 'lingerMs' | 'lingerBytes' | 'unsentStallMs'>;
 
-/**
- * Constants rather than variables: no deployment has a reason to turn them. A Redis rate-limit call past this bound
- * lets the request through (a slow limiter must not slow every request); 500 ms is far above a Redis round trip.
- */
+/** A Redis rate-limit call past this lets the request through: a slow limiter must not slow every request. */
 export const RATE_LIMIT_TIMEOUT_MS = 500;
 /** Clock skew allowed on a JWT's `exp` and `nbf`: synchronised clocks differ by far less. */
 export const JWT_CLOCK_TOLERANCE_SECONDS = 5;

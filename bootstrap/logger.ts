@@ -15,12 +15,9 @@ type Out = Pick<NodeJS.WritableStream, 'write' | 'on'> & {
 };
 
 /**
- * A pino destination over stdout that never blocks. The lines of one turn of the event loop are written together at
- * its end (a `setImmediate` after the first line, or earlier once BATCH_BYTES are held), so a busy server makes one
- * write for many requests. On a pipe or a socket (a container's log driver, journald) Node's stdout never blocks: what
- * the reader has not taken waits in the stream; once LOG_HELD_BYTES wait there, further lines are dropped and counted,
- * and when the reader has taken everything (`drain`) one warning says how many were dropped. A reader that has gone
- * (EPIPE) silences the logger. A file or a terminal is written synchronously by Node, as before.
+ * A pino destination over stdout that never blocks: one turn's lines are written together. On a pipe or socket, what
+ * the reader has not taken waits in the stream; past LOG_HELD_BYTES lines are dropped, counted, and reported once it
+ * drains. A reader gone (EPIPE) silences the logger; a file or terminal is written synchronously by Node.
  */
 export const stdoutDestination = (out: Out, heldBytes = LOG_HELD_BYTES) => {
   let batch = '';
@@ -69,10 +66,7 @@ export const stdoutDestination = (out: Out, heldBytes = LOG_HELD_BYTES) => {
   };
 };
 
-/**
- * Resolves once stdout holds nothing the reader has not taken, or after `ms`: the last lines of a shutdown reach a
- * slow reader, and a stuck one delays the exit by `ms` at most.
- */
+/** Resolves once stdout holds nothing unread, or after `ms`: a stuck reader delays the exit by `ms` at most. */
 export const logDrained = (ms: number, out: Out = process.stdout): Promise<void> =>
   new Promise((resolve) => {
     if (out.writableLength === 0 || out.destroyed) return resolve();
@@ -84,10 +78,8 @@ export const logDrained = (ms: number, out: Out = process.stdout): Promise<void>
   });
 
 /**
- * The process's logger. JSON lines on stdout by default, through `stdoutDestination`: a slow or stuck log reader costs
- * log lines (counted, and reported once it drains), never the event loop. Lines still held when the process exits are
- * handed to stdout by an 'exit' handler (written if the reader has room). LOG_FORMAT=pretty renders the same lines for
- * humans with pino-pretty, synchronously; it is a development tool (a dev dependency), loaded only then.
+ * The process's logger: JSON lines through `stdoutDestination` (a slow reader costs lines, never the event loop), the
+ * lines still held flushed at exit. LOG_FORMAT=pretty: pino-pretty, a dev dependency, loaded only then.
  */
 export const createLogger = ({ logLevel, logFormat }: Pick<Config, 'logLevel' | 'logFormat'>): Pino => {
   if (logFormat === 'json') {

@@ -10,14 +10,9 @@ import { hasControlCharacter } from '../domain/plant.js';
 import { ConfigError, loadConfig } from './config.js';
 
 /**
- * `npm run --silent token -- issue --owner O --subject S --scopes plants:read,plants:write [--ttl SECONDS]` prints a
- * new token and nothing else on stdout (a summary goes to stderr): `TOKEN=$(npm run --silent token -- issue ...)`
- * captures it (without --silent, npm itself prints its banner on stdout first). `npm run token -- revoke TOKEN` (or
- * `revoke -`, the token on standard input) revokes one at once (Redis reports the deletion to every running service
- * process, which drops the token from its cache: the next request with it is a 401). Uses the service's own
- * configuration, and needs AUTH=redis (with REDIS_URL, AUTH_TIMEOUT_MS). Every subcommand's arguments are decoded
- * before anything is sent: bad arguments, a repeated option or an unknown one included, print the usage, exit 2;
- * `--help` (alone or after a command) prints it on stdout, exit 0.
+ * `npm run --silent token -- issue|revoke|list ...` (USAGE) on the service's own configuration, AUTH=redis. An issued
+ * token alone goes to stdout, a summary to stderr. Arguments are decoded before anything is sent: bad ones print the
+ * usage, exit 2; `--help` prints it on stdout, exit 0.
  */
 const USAGE = `usage: AUTH=redis REDIS_URL=redis://127.0.0.1:6379 npm run --silent token -- <command>
   issue --owner <owner> --subject <subject> --scopes plants:read,plants:write [--ttl <seconds>]
@@ -43,10 +38,7 @@ const STDIN_MAX = 8192;
 
 class UsageError extends Error {}
 
-/**
- * The Redis the command writes to, as the driver reads REDIS_URL: host:port/db (or the socket path), never the user
- * name or password. A service that is to accept the token must use this same one.
- */
+/** The Redis written to (host:port/db or socket), never the credentials: the service must use the same one. */
 const redisTarget = (options: RedisOptions, defaulted: boolean): string =>
   `Redis at ${options.path ? `unix:${options.path}` : `${options.host ?? ''}:${options.port ?? ''}`}/${options.db ?? 0}${defaulted ? ', the default: REDIS_URL is unset' : ''}`;
 
@@ -76,10 +68,7 @@ const once = (
   return single;
 };
 
-/**
- * One subcommand's arguments, decoded strictly (node:util parseArgs): an unknown option, `--help` included, is never
- * taken for a value. `--` ends the options, so a token that starts with "-" can still be given.
- */
+/** One subcommand's arguments, strictly: an unknown option is never a value; `--` ends the options. */
 const decodeArgs = (args: string[], options: readonly string[]) => {
   try {
     return parseArgs({

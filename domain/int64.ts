@@ -1,7 +1,4 @@
-/**
- * Exact signed 64-bit integers, as bigint. JSON and URLs carry them as decimal text; a JS number would round
- * anything beyond 2^53, so text is turned into bigint here without ever passing through a number.
- */
+/** Exact signed 64-bit integers as bigint, read from decimal text without passing through a number. */
 export const INT64_MIN = -(2n ** 63n);
 export const INT64_MAX = 2n ** 63n - 1n;
 
@@ -24,9 +21,8 @@ const MAX_DIGITS = 19;
 const ZERO = 0x30;
 
 /**
- * Reads a JSON number's source text (RFC 8259 grammar) as an exact integer. `7`, `7.0`, `7e0` and `70e-1` are all
- * the integer 7; `7.5` is not an integer; `1e400` is out of range. Never builds a number with more digits than an
- * int64 has, so a hostile exponent costs nothing.
+ * A JSON number's source text (RFC 8259) as an exact integer: `7`, `7.0` and `70e-1` are 7, `7.5` is not an integer.
+ * Never builds more digits than an int64 has, so a hostile exponent costs nothing.
  */
 export const int64FromJsonNumber = (text: string): Int64Reading => {
   const m = JSON_NUMBER.exec(text);

@@ -25,16 +25,9 @@ interface HistogramJson {
 }
 
 /**
- * A Prometheus histogram for per-request observations. prom-client's Histogram validates and hashes the label set on
- * every observation (about 1 µs each, four per request here); this one resolves a label set to its series once
- * (`child`, cached by the caller) and an observation is then a bucket search and three additions. Buckets are made
- * cumulative, and `_sum`, `_count` and `le="+Inf"` added, only when scraped.
- *
- * It stays beside prom-client's Histogram because it pays about a tenth of a request's CPU (docs/performance.md).
- *
- * prom-client formats and serves it through its public API only (`exposition`): its values go to
- * `AggregatorRegistry.aggregate`, which builds a registry from metrics in `getMetricsAsJSON()` form (what cluster
- * workers send their primary), and `Registry.merge` serves that beside the service's own registry.
+ * A Prometheus histogram for per-request observations: prom-client's validates and hashes the labels on every one
+ * (about 1 µs, a tenth of a request's CPU: docs/performance.md); here a label set resolves to its series once, and an
+ * observation is a bucket search and three additions. prom-client formats it through its public API (`exposition`).
  */
 export class HotHistogram {
   private readonly series: Series[] = [];

@@ -8,14 +8,11 @@ import type { TokenVerifier } from '../../application/ports/token-verifier.js';
 import type { BackendMetrics, CallOutcome } from './metrics.js';
 
 /**
- * Decorators around the ports that reach a backend, built once in bootstrap so that no adapter has to: each call is
- * timed into the metrics, and the backend's availability is tracked from the outcomes. An outage is logged once when
- * it starts (warn, with the driver's reason) and once when it ends (info, with its length), at most one outage line
- * per backend every `throttleMs`; flapping beyond that is counted into the next line instead of flooding the log.
- * A backend is known down when a call failed and no call has been answered since that call began: one slow call among
- * answered ones (an owner's large load past its deadline) is that call's failure, not an outage. While a backend is
- * known down, calls to it fail at once without reaching it, except one probe at a time, at most one every
- * `probeEveryMs`: the probe finds the backend's return, and its success lets every call through again.
+ * Decorators around the ports that reach a backend: each call is timed into the metrics, and availability follows the
+ * outcomes. An outage is logged when it starts and when it ends, at most one line per backend every `throttleMs`
+ * (flapping beyond that is counted into the next line). A backend is down when a call failed and none has been
+ * answered since that call began (one slow call among answered ones is not an outage). While down, calls fail at once,
+ * but for one probe at a time, at most one every `probeEveryMs`, whose success lets every call through again.
  */
 
 export type BackendName = 'storage' | 'token store' | 'rate limiter';
@@ -70,10 +67,7 @@ export const backendObserver = ({
   readonly logger: Logger;
   readonly metrics?: BackendMetrics;
   readonly throttleMs?: number;
-  /**
-   * How long an outage line may wait for the driver's own reason when none has come yet: a call can fail (no
-   * connection to write to) before the driver's event saying why (the connection's close) has been read.
-   */
+  /** How long an outage line may wait for the driver's reason, which can come after the failed call. */
   readonly reasonWaitMs?: number;
   /** While a backend is down, the least time from one probe's end to the next probe (Retry-After says 1 s too). */
   readonly probeEveryMs?: number;
@@ -169,9 +163,8 @@ interface Probe {
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /**
- * Times one call of a TaskEither port and reports its outcome: a Left tagged as `unavailable` is the backend's
- * failure, any other Left (a full store) is its answer. A thrown error is reported, then thrown again. While the
- * backend is known down, a call the observer does not admit is `unavailable` at once.
+ * Times one call and reports its outcome: a Left tagged `unavailable` is the backend's failure, any other Left (a full
+ * store) its answer; a throw is reported and thrown on. A call the observer does not admit is `unavailable` at once.
  */
 const timed =
   <E, A>(

@@ -1,11 +1,9 @@
 import { Redis } from 'ioredis';
 
 /**
- * An ioredis connection that fails fast instead of queueing: with the server away a command fails at once
- * (no offline queue, no per-request retries), and a slow server fails at `timeoutMs`. ioredis keeps reconnecting
- * in the background (at most every 500 ms), so requests succeed again without a restart. It reports every failed
- * reconnect as an 'error' event, which would crash the process without a listener: `onError` is that listener (by
- * default none is needed, as every failure also reaches its caller as a rejected command).
+ * An ioredis connection that fails fast: no offline queue nor retries, a slow server fails at `timeoutMs`, and ioredis
+ * reconnects in the background (at most every 500 ms). `onError` listens to its 'error' events, which would crash the
+ * process without a listener (every failure also reaches its caller as a rejected command).
  */
 export const redisConnection = (
   url: string,
@@ -19,10 +17,8 @@ export const redisConnection = (
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: timeoutMs,
-    // A Redis that stops answering on a live connection (blocked by a slow command, a paused host, a network that
-    // drops packets) gets that connection destroyed after `timeoutMs` without a byte, and a new one made: otherwise
-    // every command sent meanwhile would wait in the socket's buffer and ioredis's queue, unbounded, for as long as it
-    // lasts. Commands then fail at once until the new connection is ready (no offline queue).
+    // A live connection silent for `timeoutMs` is destroyed and made again: else every command meanwhile would wait
+    // in the socket's buffer and ioredis's queue, unbounded.
     socketTimeout: timeoutMs,
     connectTimeout: timeoutMs,
     autoResendUnfulfilledCommands: false,

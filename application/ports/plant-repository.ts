@@ -3,11 +3,9 @@ import type { Owner, Plant, PlantId } from '../../domain/plant.js';
 import type { StorageFull, StorageUnavailable } from '../errors.js';
 
 /**
- * What `insert` found. `Exists` carries the plant stored under that owner and id (read once the insert was refused),
- * so the caller can tell a retried create from a conflicting one. `OwnerFull`: the owner keeps `maxPlants` plants (or
- * more, counted during the call) and had none with this id when last read. When `insert` was given a finite
- * `maxPlants`, `Inserted` and `Exists` may carry `count`: the owner's plants as the adapter knows them (memory: exact;
- * MongoDB: as the serving process counted them, once it has).
+ * What `insert` found. `Exists` carries the stored plant, to tell a retried create from a conflicting one. `OwnerFull`:
+ * the owner keeps `maxPlants` plants and had none with this id. With a finite `maxPlants`, `count` is the owner's
+ * plants as the adapter knows them (memory: exact; MongoDB: as the serving process counted them, once it has).
  */
 export type InsertOutcome =
   | { readonly _tag: 'Inserted'; readonly count?: number }
@@ -24,16 +22,11 @@ export interface PlantPage {
   readonly more: boolean;
 }
 
-/**
- * The plant store, partitioned by owner: no operation can reach another owner's plants.
- * Every adapter passes test/contracts/plant-repository.contract.ts.
- */
+/** The plant store, partitioned by owner; every adapter passes test/contracts/plant-repository.contract.ts. */
 export interface PlantRepository {
   /**
-   * Stores the plant unless the owner has one with its id (`Exists`, however many plants the owner keeps) or already
-   * keeps `maxPlants` plants (`OwnerFull`; default: no bound). Atomic against every other call, from any process:
-   * concurrent inserts never leave an owner with more than `maxPlants` plants, and a plant removed frees its room at
-   * once. `StorageFull` when the store itself has no room, whatever the owner. Durable before it resolves `Inserted`.
+   * Stores the plant unless the owner has one with its id (`Exists`) or keeps `maxPlants` (`OwnerFull`), atomically
+   * against every call from any process. `StorageFull` when the store itself has no room. Durable before `Inserted`.
    */
   readonly insert: (
     owner: Owner,

@@ -6,19 +6,13 @@ export type Backend = 'storage' | 'token store';
 /** Default bound on a readiness answer: well under the 1 s that probes (Kubernetes' default) wait. */
 export const READINESS_TIMEOUT_MS = 500;
 
-/**
- * How long a readiness answer is reused. Readiness needs no token, so without it every request for it would cost a
- * ping of each backend (a JWKS fetch from the identity provider, a storage and a Redis round trip): at most one check
- * per window reaches the backends, however often readiness is asked.
- */
+/** How long a readiness answer is reused: it needs no token, so at most one check per window reaches the backends. */
 export const READINESS_REUSE_MS = 1000;
 
 /**
- * The backends that do not answer now, by name (never by address); empty when the service is ready. Every backend is
- * pinged in parallel, and the answer comes within `timeoutMs` whatever they do: a ping still running then counts as
- * not ready (a ping that throws too). A ping still running is shared by the checks that come meanwhile, so a hung
- * backend gets one ping at a time, however often readiness is asked; a check still running is shared too, and its
- * answer is reused for `reuseMs` after it came.
+ * The backends that do not answer now, by name; empty when ready. Pinged in parallel, answered within `timeoutMs` (a
+ * ping still running or thrown is not ready). A running ping and a running check are shared, so a hung backend gets one
+ * ping at a time, and an answer is reused for `reuseMs`.
  */
 export const checkReadiness = ({
   plants,

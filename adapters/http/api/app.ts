@@ -49,11 +49,7 @@ const METRICS = /^\/metrics$/;
 const DOCS = /^\/docs\/?$/; // /docs/ redirects to /docs (docsPageHandler)
 const DOCS_ASSET = /^\/docs\/(?<asset>[^/]+)$/;
 
-/**
- * The HTTP edge: the routes of the service over the application. Each route names its template, runs its one
- * handler, and answers through the one responder; no business rule lives here (those are in application/ and
- * domain/), and no port is in reach (bootstrap/ binds them).
- */
+/** The routes of the service over the application: no business rule and no port is in reach here. */
 export const createHttpApp = (app: Application, settings: HttpSettings) => {
   const { logger, bodyLimit, cors } = settings;
   const respond = responder({ logger, metrics: settings.metrics, cors });

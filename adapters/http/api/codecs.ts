@@ -15,9 +15,8 @@ import {
 import type { ListPlantsQuery } from '../../../application/use-cases/list-plants.js';
 
 /**
- * The JSON the API reads and writes: io-ts codecs for every input of the HTTP edge (the body of a create, the query of
- * a list with its cursor, the id of a path), and plants as JSON. Each field codec delegates its rule to the domain's
- * smart constructor, so the rule is written once; the codec only adds the JSON shape and names the field.
+ * io-ts codecs for every input of the HTTP edge (a create's body, a list's query, a path's id), and plants as JSON.
+ * Each field codec delegates its rule to the domain's smart constructor and only adds the JSON shape and the name.
  */
 
 const fieldOf = (c: t.Context): string => c[c.length - 1]?.key || 'body';
@@ -49,9 +48,8 @@ const IdFromJsonNumber = field('PlantId', (key, u) => {
 });
 
 /**
- * The codec of a plant field (PLANT_FIELDS): a string under the field's rule. An optional field may be absent
- * (undefined) but not null (the contract): many serializers write null for an unset optional field (pydantic's
- * model_dump_json, Jackson, System.Text.Json), and the message says what to send instead.
+ * A plant field's codec. An optional field may be absent but not null (the contract): many serializers write null for
+ * an unset field (pydantic, Jackson, System.Text.Json), so the message says what to send instead.
  */
 const textField = <K extends PlantField>(k: K) => {
   const { required, max } = PLANT_FIELDS[k];
@@ -73,10 +71,7 @@ const textField = <K extends PlantField>(k: K) => {
   );
 };
 
-/**
- * A JSON object with `id` and the plant's fields, checked in that order; other members are ignored and not kept. A
- * required field's codec refuses undefined, so what decodes has every required field.
- */
+/** `id` and the plant's fields, checked in that order; other members are ignored and not kept. */
 const NewPlantMembers = t.type({
   id: IdFromJsonNumber,
   ...(Object.fromEntries(PLANT_FIELD_NAMES.map((k) => [k, textField(k)])) as {
@@ -101,9 +96,8 @@ const isJsonObject = (u: unknown): u is Record<string, unknown> =>
   typeof u === 'object' && u !== null && Object.getPrototypeOf(u) === Object.prototype;
 
 /**
- * Only the codec's own members (`id` and the plant's fields) go on to the codec, in a fresh object: every other member is dropped
- * here, so a `__proto__` or `constructor` member can reach nothing (io-ts copies objects by assignment, which
- * would turn an own `__proto__` member into a prototype).
+ * Only the codec's own members go on, in a fresh object, so a `__proto__` member reaches nothing (io-ts copies objects
+ * by assignment, which would make an own `__proto__` member a prototype).
  */
 const NEW_PLANT_MEMBERS = Object.keys(NewPlantMembers.props);
 const pickMembers = (body: Record<string, unknown>): Record<string, unknown> => {
@@ -121,9 +115,8 @@ export const decodeNewPlant = (body: unknown): E.Either<FieldRuleBroken, Plant> 
 };
 
 /**
- * The opaque `cursor` of a next link: base64url (no padding) of "1:" and the last id served. Only the canonical
- * encoding of a canonical int64 is accepted, so any other string (malformed, tampered, re-encoded) is refused.
- * It carries no owner: every page is read inside the caller's own owner, so a cursor can only move within it.
+ * The opaque `cursor` of a next link: unpadded base64url of "1:" and the last id served; only the canonical encoding of
+ * a canonical int64 is accepted. It carries no owner: a page is read inside the caller's own, whatever the cursor.
  */
 const VERSION = '1:';
 const CANONICAL_ID = /^(0|-?[1-9][0-9]{0,18})$/;
@@ -191,9 +184,8 @@ const allOrNothing = (values: string[]): string | string[] | undefined =>
   values.length === 0 ? undefined : values.length === 1 ? values[0] : values;
 
 /**
- * `limit` and `cursor` of GET /plants from the raw query string (`?...`, or empty). Every parameter is read
- * (URLSearchParams, linear in the query's length, which Node's header size limit bounds), never a truncated view:
- * polka's `req.query` (querystring) stops at 1000 parameters, so a `limit` after them would go unseen.
+ * `limit` and `cursor` of GET /plants from the raw query string. Every parameter is read (linear, bounded by the header
+ * size limit): polka's `req.query` stops at 1000 parameters, so a `limit` after them would go unseen.
  */
 export const decodeListSearch = (search: string): E.Either<FieldRuleBroken, ListPlantsQuery> => {
   if (search.length <= 1) return E.right(noQuery);
@@ -211,21 +203,15 @@ export const decodePathId = (raw: string | undefined): E.Either<FieldRuleBroken,
   decodeNamed(PathId, 'id', raw);
 
 /**
- * The Plant shape of the contract: every field of PLANT_FIELDS, never the id (an optional field only when present:
- * JSON.stringify leaves out a member whose value is undefined). A literal of one shape rather than
- * `({ id, ...shape }) => shape`: V8 builds an object rest through a generic builtin, a property at a time, about a
- * twelfth of a 20-plant page's instructions (docs/performance.md); a loop over the field names is no faster. Its type lists every field of PLANT_FIELDS, so a field added there and not here is a type
- * error (docs/architecture.md counts this place).
+ * The Plant shape of the contract: every field, never the id (JSON.stringify leaves out an undefined one). A literal,
+ * not an object rest, which V8 builds a property at a time (docs/performance.md); its type makes a field added to
+ * PLANT_FIELDS and not here a type error (docs/architecture.md counts this place).
  */
 const contractShape = (p: Plant): { readonly [K in PlantField]: Plant[K] } => ({ name: p.name, tag: p.tag });
 
 export const plantJson = (p: Plant): string => JSON.stringify(contractShape(p));
 
-/**
- * The shapes are pushed one by one into a packed array rather than `plants.map(contractShape)`: in the server, `map`'s
- * result reached JSON.stringify holey, and JSON.stringify walks a holey array on its slow path, an element lookup at a
- * time (docs/performance.md).
- */
+/** Pushed into a packed array: `map`'s result reached JSON.stringify holey, its slow path (docs/performance.md). */
 export const plantsJson = (plants: readonly Plant[]): string => {
   const shapes: Array<ReturnType<typeof contractShape>> = [];
   for (const p of plants) shapes.push(contractShape(p));

@@ -8,12 +8,10 @@ const MAX_REMEMBERED = 1024;
 const NO_PARAMS: Record<string, string> = Object.freeze({});
 
 /**
- * polka's dispatch, with each request routed once and exact routes remembered. polka stays the router: what runs is
- * what its public `find` answers, then its `onNoMatch`, and an error goes to its `onError`. A path routed without
- * parameters (`/plants`) is asked once and remembered (at most MAX_REMEMBERED pairs); any other once per request.
- * It saves polka's query parsing (no route reads `req.query`), its pattern tests and a promise per step: 8 to 17% of
- * a request's CPU (docs/performance.md). The request fields are polka's (`path`, `search`, `url`, `originalUrl`,
- * `params` percent-decoded); test/http/exact-dispatch.test.ts checks it answers as polka does.
+ * polka's dispatch, with each request routed once: polka stays the router (its public `find`, `onNoMatch`, `onError`),
+ * and a path without parameters is looked up once and remembered (at most MAX_REMEMBERED). It saves polka's query
+ * parsing, pattern tests and a promise per step: 8 to 17% of a request's CPU (docs/performance.md).
+ * test/http/exact-dispatch.test.ts checks it answers as polka does.
  */
 export const exactDispatch = <T extends Request>(app: Polka<T>) => {
   /** method → path → the route's handlers followed by onNoMatch, as polka would run them. */

@@ -2,16 +2,11 @@ import * as E from 'fp-ts/lib/Either.js';
 import { LosslessNumber } from 'lossless-json';
 
 /**
- * JSON request bodies, parsed by V8's own JSON.parse (linear, iterative), with three things it does not do alone:
- *
- * - Bounds. A linear pre-scan of the bytes counts nesting depth and members and elements before anything is built,
- *   so what a body may allocate is bounded (`JSON_LIMITS`), whatever BODY_LIMIT is.
- * - Exact numbers. The reviver gets each number's source text (`context.source`, Node.js 22 and later) and makes it a
- *   lossless-json `LosslessNumber`, so an int64 beyond 2^53 is never rounded.
- * - Duplicate members (`{"id":1,"id":2}`) are refused: JSON.parse keeps the last one silently, so the members the
- *   reviver sees are counted against those the pre-scan found.
- *
- * `__proto__` members stay ordinary own properties (JSON.parse and its reviver define them, never assign them).
+ * JSON request bodies, parsed by V8's JSON.parse with three things it does not do alone: bounds (a linear pre-scan
+ * counts depth, members and elements before anything is built: JSON_LIMITS), exact numbers (the reviver makes each
+ * number's source text a LosslessNumber, so an int64 beyond 2^53 is never rounded), and refusing duplicate members
+ * (JSON.parse keeps the last silently: the members the reviver sees are counted against the pre-scan's). `__proto__`
+ * stays an ordinary own property (JSON.parse defines members, never assigns them).
  */
 
 /** `application/json`, optionally with parameters; a charset other than UTF-8 is refused rather than misread. */
@@ -68,10 +63,9 @@ export const jsonParser =
     } catch {
       return malformed('must be UTF-8 encoded');
     }
-    // One pass over the bytes, before anything is built (written here, not called: one call fewer per body): the
-    // depth of nesting and the number of members and elements, stopping at the first bound crossed. It tells strings
-    // (skipped) from structure and does not validate: JSON.parse does that next. In valid JSON every member has one
-    // ':' and, in each non-empty object or array, the members or elements are its commas plus one.
+    // One pass over the bytes, inline (one call fewer per body): depth, members and elements, up to the first bound.
+    // It skips strings and does not validate (JSON.parse does): in valid JSON, members are one per ':' and, in each
+    // non-empty object or array, its commas plus one.
     let depth = 0;
     let values = 0;
     let found = 0;

@@ -8,9 +8,8 @@ const SCHEME = 'bearer';
 const SPACE = 0x20;
 
 /**
- * The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, then 1*SP as RFC 6750 allows),
- * or `undefined` when absent or malformed. Linear in the header's length, which Node's header size limit bounds;
- * the token itself is checked only when it is at most TOKEN_MAX characters, however many spaces precede it.
+ * The token of `Authorization: Bearer <token>` (scheme case-insensitive, then 1*SP, RFC 6750), or `undefined`. Linear
+ * in the header's length; the token is checked only when at most TOKEN_MAX characters.
  */
 export const bearerToken = (header: string | undefined): string | undefined => {
   if (header === undefined || header.length <= SCHEME.length + 1) return undefined;
@@ -26,11 +25,9 @@ export const bearerToken = (header: string | undefined): string | undefined => {
 };
 
 /**
- * The request pipeline every plants route runs first, in one order: the bearer token (401), the principal's rate
- * allowance (429), the operation's scope (403). Only then does a handler read the path, query or body, so an
- * unauthenticated or unauthorised request never learns whether its input would have been valid.
- * Resolves the admitted caller, which the handler hands to the responder with its answer, or `undefined` when a
- * failure has been answered.
+ * What every plants route runs first, in one order: the token (401), the rate (429), the scope (403); only then does
+ * a handler read its input, so an unauthorised request never learns whether it was valid. Resolves the admitted
+ * caller, or `undefined` when a failure has been answered.
  */
 export type Authorize = (req: Exchange, res: ServerResponse, scope: Scope) => Promise<Caller | undefined>;
 

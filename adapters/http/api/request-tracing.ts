@@ -1,9 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
-/**
- * The server span of one request as the HTTP edge sees it: ids for the request's log line, and its end. Made by
- * adapters/observability/tracing.ts (OpenTelemetry); the edge imports no tracing library.
- */
+/** A request's server span as the edge sees it (made by adapters/observability/tracing.ts): its ids and its end. */
 export interface RequestTrace {
   readonly traceId: string;
   readonly spanId: string;
@@ -20,9 +17,6 @@ export interface TracedRequest {
 }
 
 export interface RequestTracer {
-  /**
-   * Starts the request's server span (continuing the caller's trace when its `traceparent` is valid, a new trace
-   * otherwise) and runs `handle` in its context, so that the backend calls made for the request are its children.
-   */
+  /** Starts the request's span (under the caller's valid `traceparent`) and runs `handle` in its context. */
   readonly serve: <T>(req: TracedRequest, handle: (trace: RequestTrace) => T) => T;
 }

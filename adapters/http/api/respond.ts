@@ -23,10 +23,7 @@ export interface Exchange extends Request {
   trace?: RequestTrace;
 }
 
-/**
- * Who the pipeline admitted (api/pipeline.ts), handed by the handler to the responder with each answer: the owner
- * goes into the log line, the rate-limit decision (when a limit applies) into the RateLimit fields.
- */
+/** Who the pipeline admitted: the owner goes into the log line, the rate decision into the RateLimit fields. */
 export interface Caller {
   readonly principal: Principal;
   readonly rate: RateDecision | undefined;
@@ -45,15 +42,9 @@ export const exchangeOf = (req: Request, route: string): Exchange => {
   return exchange;
 };
 
-/**
- * Every answer names its caller: who the pipeline admitted, or `undefined` before that (a 401, a 404 of an unknown
- * path) and on routes without a token (/healthz, /docs).
- */
+/** Every answer names its caller, or `undefined` before admission and on routes without a token. */
 export interface Responder {
-  /**
-   * Every response leaves through here: the contract's fields (server/answer.ts; a given content-type or
-   * cache-control wins), one writeHead, then one metrics observation and one log line.
-   */
+  /** Every response leaves through here: the contract's fields, one writeHead, one observation, one log line. */
   readonly send: (
     req: Exchange,
     res: ServerResponse,
@@ -73,9 +64,8 @@ export interface Responder {
   ) => void;
   readonly fail: (req: Exchange, res: ServerResponse, caller: Caller | undefined, failure: Failure) => void;
   /**
-   * The exchange's connection closed before its response could be sent (the client gave up, or the shutdown bound
-   * cut it): still one log line and one observation, with nginx's 499 and the status it would have had (`answer`).
-   * Nothing when a response was sent after all (the server answered below the app, a 408, and logged that).
+   * The connection closed before the response could be sent (the client gave up, or the shutdown cut it): still one
+   * log line and observation, with nginx's 499. Nothing when the server answered below the app after all (a 408).
    */
   readonly closed: (req: Exchange, res: ServerResponse, caller: Caller | undefined, answer?: number) => void;
 }

@@ -2,15 +2,11 @@ import { ReplyError, type Redis } from 'ioredis';
 import type { Logger } from '../../../application/ports/logger.js';
 
 /**
- * Redis server-assisted client-side caching (CLIENT TRACKING, Redis 6+), in broadcasting mode: Redis tells this
- * process about every change to a key under `prefix` (by any client: a revocation from the CLI of another host, an
- * expiry, a FLUSHDB), at once, on a connection of its own. A process caches lookups only while that stream is
- * known to be whole:
- * - the connection is subscribed to `__redis__:invalidate` with tracking on (RESP2: the tracking redirects to the
- *   connection itself, which is subscribed; after a reconnect both are set up again, and the cache starts empty);
- * - and it answered a PING sent less than `leaseMs` ago. PINGs travel the same ordered stream as invalidations, so
- *   an answer proves every invalidation Redis sent before it has arrived; a connection that goes silent (a network
- *   that holds its packets) stops being trusted within `leaseMs`, and is dropped and made again.
+ * Redis client-side caching in broadcasting mode (CLIENT TRACKING): Redis tells this process at once of every change
+ * to a key under `prefix`, by any client. Lookups are cached only while that stream is known whole: the connection is
+ * subscribed to `__redis__:invalidate` with tracking on (set up again after a reconnect, with an empty cache), and it
+ * answered a PING sent less than `leaseMs` ago. A PING travels the same ordered stream, so its answer proves every
+ * earlier invalidation arrived; a silent connection stops being trusted within `leaseMs` and is made again.
  */
 export interface Invalidations {
   /** Whether invalidations can be relied on now (see above). While false, nothing cached may be served. */

@@ -34,10 +34,7 @@ const toStaticToken = (entry: StaticTokenEntry): StaticToken => {
   };
 };
 
-/**
- * The service never makes a token itself (one printed would land in the log stream): with none configured it does not
- * start. `npm start` makes one for a first run outside the service (scripts/launch.mjs).
- */
+/** The service never makes a token itself (it would land in the log): `npm start` makes one (scripts/launch.mjs). */
 const staticTokens = (configured: readonly StaticTokenEntry[] | undefined): TokenVerifier => {
   if (configured === undefined || configured.length === 0) {
     throw new ConfigError(
@@ -61,10 +58,7 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
   const closers: Array<() => Promise<void>> = [];
   /** Each connection's first wait before serving: its own bound. */
   const firstConnections: Array<Promise<boolean>> = [];
-  /**
-   * A Redis connection of the backend's own, with its own bound: the token store and the rate limiter never share
-   * one, so neither runs on the other's timeout and a driver error is reported as the failing backend's.
-   */
+  /** A Redis connection of the backend's own: neither runs on the other's timeout, and errors name the right one. */
   const redisFor = (backend: 'token store' | 'rate limiter', url: string, timeoutMs: number): Redis => {
     // ioredis reports every failed reconnect: kept as the reason of the next outage line (logged once, throttled).
     let lastError = 0;

@@ -1,10 +1,8 @@
 import { nodeVersionProblem } from './node-version.js';
 
 /**
- * Imported first by every entry point (main.ts, token-cli.ts), and run on its own by `npm start` and `npm run token`
- * before them: on an unsupported Node.js it prints one line and exits 1 before anything else runs. (Imported, it runs
- * before the entry point's other modules are evaluated; a Node.js too old to even link them, below 20.12, is stopped
- * by the npm scripts' own run of this file.)
+ * Imported first by every entry point, and run alone by the npm scripts before them: on an unsupported Node.js one
+ * line and exit 1 (a Node.js too old to link the entry point is stopped by the scripts' own run).
  */
 const problem = nodeVersionProblem(process.versions.node);
 if (problem !== undefined) {

@@ -1,7 +1,6 @@
 /**
- * SIGTERM and SIGINT are caught from the moment this module is evaluated (main.ts imports it first, and
- * scripts/launch.mjs before main), so a signal during start-up is an ordinary shutdown, never a kill by the signal.
- * A signal that came before anyone listened is handed to the first listener.
+ * SIGTERM and SIGINT are caught from this module's evaluation on, so a signal during start-up is an ordinary shutdown;
+ * one that came before anyone listened goes to the first listener.
  */
 type StopSignal = 'SIGTERM' | 'SIGINT';
 

@@ -17,10 +17,7 @@ export interface TracingWiring {
   readonly shutdown: () => Promise<void>;
 }
 
-/**
- * Starts OpenTelemetry tracing as configured. The SDK is imported here, only when tracing is on: a service without
- * it loads none of it.
- */
+/** Starts OpenTelemetry tracing; the SDK is imported only here, when tracing is on. */
 export const startTracing = async (
   tracing: TracingConfig,
   config: Pick<Config, 'storage' | 'auth' | 'rateLimit'>,

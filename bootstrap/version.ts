@@ -4,10 +4,7 @@ import * as t from 'io-ts';
 
 const Manifest = t.type({ version: t.string });
 
-/**
- * The service's version: package.json's `version`, read from beside dist/ (where `npm ci` needs it anyway).
- * `unknown` when it cannot be read, so that a scrape says so rather than the process refusing to start over a label.
- */
+/** package.json's `version`, or `unknown` when it cannot be read: a label never stops the start. */
 export const serviceVersion = (manifest: URL = new URL('../../package.json', import.meta.url)): string => {
   try {
     const decoded = Manifest.decode(JSON.parse(readFileSync(manifest, 'utf8')));

@@ -17,10 +17,7 @@ export interface PlantNotFound {
   readonly _tag: 'PlantNotFound';
 }
 
-/**
- * The owner already keeps as many plants as it may (its quota): nothing was stored. `limit` and `used` are that
- * owner's own figures, never another's.
- */
+/** The owner keeps as many plants as its quota allows: nothing was stored. Its own figures, never another's. */
 export interface QuotaExceeded {
   readonly _tag: 'QuotaExceeded';
   readonly limit: number;

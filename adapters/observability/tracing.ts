@@ -62,10 +62,8 @@ import type { RateLimiter } from '../../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../../application/ports/token-verifier.js';
 
 /**
- * Tracing with OpenTelemetry: a server span per request (the RequestTracer of adapters/http/api/request-tracing.ts)
- * and a client span per call of a port that reaches a backend; nothing is patched. Loaded only when tracing is on
- * (bootstrap/tracing.ts), so a service without it pays nothing. A span never carries a token, a secret, a body or an
- * error's message (a driver's text can name a URL with credentials): a failure is marked by its class only.
+ * OpenTelemetry: a server span per request and a client span per backend call, nothing patched; loaded only when
+ * tracing is on. A span never carries a token, a secret, a body or an error's message: a failure is marked by class.
  */
 
 /** The samplers OTEL_TRACES_SAMPLER names (the OpenTelemetry specification's list, less the vendor ones). */
@@ -158,9 +156,8 @@ const countedBatches = (
 };
 
 /**
- * Starts the SDK. The resource is the SDK's own, the service's name and version, then what the detectors find (host,
- * `service.instance.id`, OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME), each over the one before. A failing export is
- * logged once when exports start failing and once when they recover, like a backend outage.
+ * Starts the SDK: the resource is the SDK's, the service's name and version, then the detectors' (host, instance id,
+ * OTEL_RESOURCE_ATTRIBUTES). A failing export is logged when exports start failing and when they recover.
  */
 export const startTracing = (options: TracingOptions): Tracing => {
   const dropped: DroppedSpans = { queueFull: 0, exportFailed: 0 };
@@ -209,9 +206,8 @@ interface UndiciRequest {
 }
 
 /**
- * A client span for each `fetch` made under a request's span (the JWKS fetch of AUTH=jwt), from the diagnostics
- * channels Node's `fetch` publishes to. It ends with the response's headers (a key set is small); its URL is the
- * origin and path only: no query, no user information.
+ * A client span for each `fetch` under a request's span (the JWKS fetch), from the diagnostics channels Node's `fetch`
+ * publishes to; it ends with the response's headers, and its URL has no query and no user information.
  */
 export const traceFetches = (tracer: Tracer): void => {
   const spans = new WeakMap<UndiciRequest, Span>();

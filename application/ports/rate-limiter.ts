@@ -26,11 +26,7 @@ export const rateDecision = (max: number, count: number, msLeft: number): RateDe
   resetSeconds: Math.max(1, Math.ceil(msLeft / 1000)),
 });
 
-/**
- * Counts requests per key in fixed windows. A store that cannot answer is `RateLimiterUnavailable`; what to do then
- * is the application's policy (admit-request), not the adapter's. Every adapter passes
- * test/contracts/rate-limiter.contract.ts.
- */
+/** Fixed-window counts per key; a store that cannot answer is `RateLimiterUnavailable` (rate-limiter.contract.ts). */
 export interface RateLimiter {
   readonly consume: (key: string) => TaskEither<RateLimiterUnavailable, RateDecision>;
 }

@@ -10,9 +10,8 @@ export interface TokenRejection {
 }
 
 /**
- * Resolves a bearer token to its principal. `none` means the token is unknown, expired or revoked; a store that
- * cannot answer is `AuthUnavailable`, never `none`. An adapter that can tell which check failed says so to
- * `rejected` before it answers `none`. Every adapter passes test/contracts/token-verifier.contract.ts.
+ * A bearer token's principal, or `none` (unknown, expired, revoked; which check failed goes to `rejected`); a store
+ * that cannot answer is `AuthUnavailable`, never `none` (token-verifier.contract.ts).
  */
 export interface TokenVerifier {
   readonly verify: (

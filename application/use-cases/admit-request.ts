@@ -21,10 +21,8 @@ export interface AdmitRequestPorts {
 }
 
 /**
- * Charges one request to the principal (its owner and subject together). Over the allowance: RateLimited.
- * Policy when the limiter cannot decide: the request is admitted with no decision to report (fail open), because
- * the limiter protects capacity while authentication is what fails closed; a warning is logged at most every
- * LIMITER_WARNING_INTERVAL_MS.
+ * Charges one request to the principal; over the allowance: RateLimited. A limiter that cannot decide admits it (fail
+ * open: it protects capacity, authentication fails closed), warned at most every LIMITER_WARNING_INTERVAL_MS.
  */
 export const admitRequest = ({ limiter, logger, now = Date.now }: AdmitRequestPorts) => {
   let lastWarning = -Infinity;

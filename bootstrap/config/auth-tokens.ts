@@ -57,10 +57,7 @@ const HashedEntryCodec = t.intersection([t.type({ sha256: Sha256HexCodec }), Ent
 const ENTRY_MEMBERS: readonly string[] = ['token', 'sha256', 'owner', 'subject', 'scopes'];
 const ENTRY_SHAPE = 'must be an object with "token" or "sha256", and "owner", "subject", "scopes"';
 
-/**
- * One entry: exactly one secret member picks its codec (so an error speaks of the member that is there), and any
- * member not in ENTRY_MEMBERS is refused: a misspelt member ("scope", "sha-256") would otherwise be ignored silently.
- */
+/** One entry: its one secret member picks its codec, and an unknown member ("scope") is refused, not ignored. */
 const readTokenEntry = (item: unknown): E.Either<string, StaticTokenEntry> => {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) return E.left(ENTRY_SHAPE);
   const unknownMember = Object.keys(item).find((key) => !ENTRY_MEMBERS.includes(key));
@@ -91,10 +88,7 @@ const fieldsOf = (e: t.TypeOf<typeof EntryFieldsCodec>) => ({ owner: e.owner, su
 const secretHash = (entry: StaticTokenEntry): string =>
   'token' in entry.secret ? hash('sha256', entry.secret.token, 'hex') : entry.secret.sha256;
 
-/**
- * AUTH_TOKENS is parsed with lossless-json, which refuses an object that repeats a member with another value (where
- * JSON.parse would silently keep the last). A member repeated with the same value is not ambiguous and passes.
- */
+/** lossless-json refuses a member repeated with another value, which JSON.parse would silently keep the last of. */
 const parseTokensJson = (raw: string): E.Either<'repeated member' | 'not JSON', unknown> => {
   try {
     return E.right(parseJson(raw));
@@ -104,9 +98,8 @@ const parseTokensJson = (raw: string): E.Either<'repeated member' | 'not JSON', 
 };
 
 /**
- * The static token set. Anything ambiguous stops start-up: a repeated member, an entry with both secrets, a
- * malformed sha256, an unknown member, or one secret listed twice (as two tokens, a token and its sha256, or two
- * sha256 values in any letter case), which would otherwise let the last entry silently decide the principal.
+ * The static token set. Anything ambiguous stops start-up: a repeated member, both secrets, an unknown member, or one
+ * secret listed twice (in any form), which would let the last entry silently decide the principal.
  */
 export const readAuthTokens = (raw: string): E.Either<string, readonly StaticTokenEntry[]> => {
   const parsed = parseTokensJson(raw);

@@ -1,9 +1,6 @@
 import type { Failure } from './failures.js';
 
-/**
- * Why a request was refused with 401 or 403, for the request's log line: never the token, only what was wrong with
- * it (with AUTH=jwt, the check that failed: expired, a bad signature, the audience, a claim).
- */
+/** Why a request was refused with 401 or 403, for its log line: never the token, only what was wrong with it. */
 export const rejectionReason = (failure: Failure, authorization: string | undefined): string => {
   switch (failure._tag) {
     case 'MissingCredentials':

@@ -4,11 +4,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
 /**
- * GET /docs: a human-readable API reference, rendered in the browser by Swagger UI (swagger-ui-dist, installed from
- * npm and served from this process: no CDN, works offline) from the service's own /openapi.json. Swagger UI 5 renders
- * OpenAPI 3.1. Its online validator badge is off (`validatorUrl: null`), so the page calls nothing but this service,
- * and the page runs under a Content-Security-Policy that allows scripts, styles and requests to this origin only
- * (no inline script; images also as data: URLs, which Swagger UI uses for its icons).
+ * GET /docs: Swagger UI (swagger-ui-dist, served from this process: no CDN) over /openapi.json, its validator badge off
+ * so the page calls nothing but this service, under a CSP that allows this origin only (and data: images, its icons).
  */
 
 export interface DocsResponse {

@@ -22,10 +22,7 @@ export type HttpFailure =
   | { readonly _tag: 'InternalError' }
   | { readonly _tag: 'NotReady'; readonly down: readonly string[] };
 
-/**
- * Everything a routed request can fail with, from any layer. What the server refuses before any route (the parser's
- * errors, Host, the HTTP version) it answers itself: server/before-routing.ts and server.ts.
- */
+/** Everything a routed request can fail with; what fails before routing the server answers itself. */
 export type Failure =
   | HttpFailure
   | FieldRuleBroken

@@ -1,13 +1,8 @@
 import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from '../server/cors.js';
 
 /**
- * The operator-facing part of the OpenAPI document: /metrics and /docs, what browsers need to know about CORS (in
- * words), and tags that group the plant operations apart from the operational ones.
- *
- * The document lists what clients and probes call. Mechanisms a client never calls itself are described in words
- * only: CORS preflights (the browser sends them) and the docs page's own files (the page loads them). As operations
- * they made generated clients grow methods nobody should call, and OPTIONS on a templated path without its
- * parameter made the document invalid.
+ * The operational paths, CORS in words, and tags. Mechanisms a client never calls (preflights, the docs page's files)
+ * are described in words only: as operations they grew generated clients methods nobody should call.
  */
 
 type PathItem = Record<string, { tags?: string[] } & Record<string, unknown>>;
@@ -31,10 +26,8 @@ export const CORS_IN_WORDS = [
 ].join(' ');
 
 /**
- * A failure answer: the Error body with a real example (what the service sends for this status, so that the docs
- * page shows it instead of `{"error": 0, "message": "string"}`), X-Request-Id, and the fields this answer adds.
- * Cache-Control and X-Content-Type-Options, on every answer alike, are said once in the document's description:
- * declared on every status of every operation, they made Go clients parse them a hundred times over.
+ * A failure answer: the Error body with a real example, X-Request-Id and its own fields. Cache-Control and nosniff are
+ * said once in the description: declared on every status, Go clients parsed them a hundred times over.
  */
 export const error = (
   status: number,

@@ -7,10 +7,7 @@ import { plantFieldsJoined, RETRY_AFTER_SECONDS, ROUTE_NOT_FOUND } from './failu
 import { JSON_LIMITS } from './json.js';
 import { CORS_IN_WORDS, error, withOperationalPaths } from './openapi-operations.js';
 
-/**
- * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:
- * serialize it with lossless-json's `stringify`, which writes them exactly (JSON.stringify would round them).
- */
+/** The OpenAPI 3.1.0 document from the constants the code enforces; int64 bounds are bigints (lossless-json). */
 
 // Not blank, no C0 control character, no DEL (JSON Schema patterns are ECMA-262 with the u flag).
 const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\\u0000-\\u001F\\u007F]*$';
@@ -37,17 +34,10 @@ const authFailures = {
 };
 const rateLimited = { '429': { $ref: '#/components/responses/TooManyRequests' } };
 const unavailable = { '503': { $ref: '#/components/responses/Unavailable' } };
-/**
- * Every other failure (500, and what the server answers before routing: malformed HTTP 400, 408, 417, 431, 501,
- * 505): one shared `default` answer, so that a generated client has one type and one case for them, not one per
- * status per operation.
- */
+/** Every other failure (500 and those before routing): one shared `default`, one case in a generated client. */
 const otherFailures = { default: { $ref: '#/components/responses/OtherFailure' } };
 
-/**
- * JavaScript's advice, in the document's description (in short: openapi-generator copies it into every Python file)
- * and in full in docs/API.md; in a schema's description it was copied into every generated Go and Python file.
- */
+/** JavaScript's advice in short (in full in docs/API.md); in a schema it was copied into every generated file. */
 const BIG_IDS_IN_WORDS = [
   '**Ids beyond 2^53 from JavaScript.** JSON.stringify holds numbers as IEEE doubles and rounds a larger id without a',
   'word (9007199254740993 is sent as 9007199254740992, another plant): send such ids as exact JSON digits, with',

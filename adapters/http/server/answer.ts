@@ -51,10 +51,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 /** The request's one log line. */
 export const logRequest = (logger: Logger, line: RequestLine): void => logger.info(line, 'request');
 
-/**
- * The fields of every response as one flat `[name, value, ...]` list for one writeHead: the request id, nosniff,
- * no-store (unless `headers` gives a Cache-Control), CORS, `headers`, and a body's Content-Type and Content-Length.
- */
+/** Every response's fields as one flat `[name, value, ...]` list for one writeHead. */
 export const responseFields = (
   { cors }: Edge,
   asker: Asker,
@@ -72,10 +69,7 @@ export const responseFields = (
   return fields;
 };
 
-/**
- * Every failure's answer: its status, the contract's fields and the Error body, on the response or framed on the bare
- * socket where Node has none; then its log line. Returns the status.
- */
+/** Every failure's answer in the Error shape, on the response or framed on the bare socket; then its log line. */
 export const answerFailure = (
   edge: Edge,
   to: ServerResponse | Socket,

@@ -24,10 +24,8 @@ export const originForm = (target: string): string | undefined => {
 };
 
 /**
- * What is wrong with the request's Host, Authorization, Content-Type and Transfer-Encoding, with its log code.
- * HTTP/1.1 needs exactly one Host (RFC 9112 §3.2), 1.0 at most one. Two Authorization or Content-Type fields are
- * refused: Node keeps the first, a proxy in front may have read the last. Node lets `gzip, chunked` through with the
- * body still coded; no coding but chunked is understood here (RFC 9112 §6.1).
+ * What is wrong with Host (exactly one in HTTP/1.1, at most one in 1.0), Authorization and Content-Type (two are
+ * refused: a proxy may have read the other) and Transfer-Encoding (chunked only), with its log code.
  */
 export const badFields = (req: IncomingMessage): { readonly reason: string; readonly code: string } | undefined => {
   const raw = req.rawHeaders;

@@ -11,11 +11,9 @@ export type BodyRefusal =
 const EMPTY = Buffer.alloc(0);
 
 /**
- * Reads the body up to `limit` bytes: a declared Content-Length over it is refused before a byte is read, a chunked
- * body at its first byte over it. The bytes held also count against the server's total for all bodies being read
- * (MAX_BODY_BYTES): a declared length whole before reading starts, a chunked body as it arrives; past it, 503
- * (`BodiesBusy`) before more is read. `100 Continue` is sent only here, after authentication and these checks, and
- * never to HTTP/1.0 (RFC 9110 §10.1.1). Resolves `undefined` when the client went away mid-body.
+ * Reads the body up to `limit` bytes (a larger Content-Length refused before a byte is read), counted against the
+ * server's total for bodies being read (MAX_BODY_BYTES; past it, 503 `BodiesBusy`). `100 Continue` only here, after
+ * authentication, never to HTTP/1.0. Resolves `undefined` when the client went away mid-body.
  */
 export const readBody = (
   req: IncomingMessage,

@@ -1,10 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
 /**
- * CORS, opt-in (CORS_ORIGINS): an allowed origin's responses carry Allow-Origin and the exposed headers, and its
- * preflights are answered 204 without a token; any other origin gets no CORS field (OPTIONS stays 405). Every response
- * says `Vary: Origin`. Not the `cors` package: it answers OPTIONS outside the app's one response path (no request id,
- * log line or metrics) and sends the allowed methods to origins that are not allowed.
+ * CORS, opt-in (CORS_ORIGINS); every response says `Vary: Origin`. Not the `cors` package: it answers OPTIONS outside
+ * the app's response path (no request id, log line or metrics) and tells disallowed origins the allowed methods.
  */
 export interface CorsPolicy {
   /** Appends the CORS fields of an actual response to a flat `[name, value, ...]` header list. */

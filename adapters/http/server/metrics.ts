@@ -27,10 +27,7 @@ export interface MetricsExposition {
   readonly scrape: () => Promise<string | Buffer>;
 }
 
-/**
- * The scrapes of one turn share one rendering (milliseconds of CPU), counted once by the unsent bound: clients
- * asking again and again cannot hold every other request for seconds.
- */
+/** The scrapes of one turn share one rendering, counted once by the unsent bound. */
 export const renderedOncePerTurn = (exposition: MetricsExposition): MetricsExposition => {
   let shared: Promise<Buffer> | undefined;
   return {
@@ -47,10 +44,7 @@ export const renderedOncePerTurn = (exposition: MetricsExposition): MetricsExpos
   };
 };
 
-/**
- * The admin listener (METRICS_PORT): `GET /metrics` only, on the API's own server (server.ts) and answers, each
- * response one `request` log line (with `listener` `metrics`) and one observation.
- */
+/** The admin listener (METRICS_PORT): `GET /metrics` only, each response logged and observed. */
 export const metricsServer = (
   exposition: MetricsExposition,
   deps: { readonly logger: Logger; readonly limits: ServerLimits; readonly metrics?: HttpMetrics | undefined },

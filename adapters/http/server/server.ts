@@ -45,12 +45,9 @@ export const drain = (server: Server): Promise<void> =>
 export const requestsInFlight = (server: Server): number => inFlightOf.get(server)?.count ?? 0;
 
 /**
- * The node:http server around `handler` with every limit of `limits` set; every failure found below the app (Node's
- * parser, its timeouts, the checks here) answers in the contract's shape and closes the connection.
- *
- * What one client may hold: `maxConnections` connections; on each, `maxPipelinedRequests` requests read and
- * unanswered (the one beyond closes it) and one response at a time (`serve`); in total `maxUnsentBytes` of responses
- * unread (unsent.ts) and `maxBodyBytes` of request bodies being read (body.ts).
+ * The node:http server around `handler` with every limit set; a failure below the app answers in the contract's shape
+ * and closes the connection. A client holds at most `maxConnections` connections, `maxPipelinedRequests` unanswered
+ * requests and one response on each, and in total `maxUnsentBytes` unread and `maxBodyBytes` of bodies being read.
  */
 export const createHttpServer = (handler: Handler, { logger, limits, refused, cors }: HttpServerDeps): Server => {
   const server = createServer({

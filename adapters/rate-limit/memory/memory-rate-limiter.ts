@@ -2,9 +2,8 @@ import * as TE from 'fp-ts/lib/TaskEither.js';
 import { rateDecision, type RateLimiter, type RateLimitOptions } from '../../../application/ports/rate-limiter.js';
 
 /**
- * Fixed windows counted in process memory: exact for one process, per process when several run. Windows are aligned
- * to the clock, so every key shares the current window: the counts live in one table that is dropped whole when the
- * window ends. Expiry is O(1) per request, and memory follows the principals active in the current window.
+ * Fixed windows in process memory (per process when several run), aligned to the clock: the counts of the current
+ * window live in one table dropped whole when it ends, so expiry is O(1) and memory follows the active principals.
  */
 export const memoryRateLimiter = ({ max, windowMs }: RateLimitOptions, now: () => number = Date.now): RateLimiter => {
   let window = -1;

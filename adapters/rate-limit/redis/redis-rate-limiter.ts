@@ -18,10 +18,7 @@ end
 return {count, ttl}
 `;
 
-/**
- * Fixed windows counted in Redis, shared by every process of the service. A Redis that does not answer is
- * RateLimiterUnavailable; the application decides what that means for the request.
- */
+/** Fixed windows counted in Redis, shared by every process; a Redis that does not answer is RateLimiterUnavailable. */
 export const redisRateLimiter = (redis: Redis, { max, windowMs }: RateLimitOptions): RateLimiter => ({
   consume: (key) => async () => {
     const redisKey = `plantstore:rate:${hash('sha256', key, 'hex')}`;

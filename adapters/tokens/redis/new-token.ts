@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * A fresh bearer token (issued by the Redis store; also the generated local one, bootstrap/backends.ts): 32 random bytes in base64url (43 characters, 256 bits), never one that starts with "-". Such a
- * token, pasted after a command (`npm run token -- revoke <token>`, a script's argument), reads as an option: 1 token
- * in 64 did (the multi-process suite's revoke failed so once). Leaving those out costs 1/64 of the space, 0.02 bits.
+ * A fresh bearer token: 32 random bytes in base64url (256 bits), never one starting with "-", which after a command
+ * reads as an option (1 in 64 did); leaving those out costs 0.02 bits.
  */
 export const newToken = (): string => {
   for (;;) {

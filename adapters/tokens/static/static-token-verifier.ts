@@ -14,10 +14,8 @@ export interface StaticToken {
 export const sha256 = (secret: string): Buffer => hash('sha256', secret, 'buffer');
 
 /**
- * A fixed token set (AUTH=static), held only as SHA-256 hashes. A presented token is hashed (once per request) and
- * looked up by its hash, then compared in constant time; lookup time depends on the hash, never on how much of a
- * secret matched. The hash is taken as a 32-character latin1 string (the digest's bytes, one character each): the
- * cheapest key `crypto.hash` gives, half the cost of hex and its decoding back to bytes.
+ * A fixed token set (AUTH=static), held only as SHA-256: a token is hashed, looked up by its hash and compared in
+ * constant time. The hash is a 32-character latin1 string, the cheapest key `crypto.hash` gives.
  */
 export const staticTokenVerifier = (tokens: readonly StaticToken[]): TokenVerifier => {
   const byHash = new Map<string, StaticToken>();

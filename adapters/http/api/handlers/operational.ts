@@ -33,10 +33,7 @@ export const metricsHandler =
 
 type Docs = ReturnType<typeof docsSite>;
 
-/**
- * GET /docs: the API reference page, rendered in the browser from /openapi.json. /docs/ redirects to it: the page's
- * relative URLs (docs/...) hold only from /docs, and a relative Location keeps a path prefix in front of the service.
- */
+/** GET /docs; /docs/ redirects to it, relatively, so the page's relative URLs and a path prefix both hold. */
 export const docsPageHandler =
   (docs: Docs, { ok, send }: Responder): Handler =>
   (req, res) =>

@@ -19,15 +19,13 @@ import type { ListPlantsQuery } from '../../../application/use-cases/list-plants
  * Each field codec delegates its rule to the domain's smart constructor and only adds the JSON shape and the name.
  */
 
-const fieldOf = (c: t.Context): string => c[c.length - 1]?.key || 'body';
-
 /** A codec for one field: `read` turns the raw value into the domain value or says which rule it broke. */
 const field = <A>(name: string, read: (key: string, u: unknown) => E.Either<FieldRuleBroken | string, A>) =>
   new t.Type<A, unknown, unknown>(
     name,
     (u): u is A => E.isRight(read(name, u)),
     (u, c) => {
-      const result = read(fieldOf(c), u);
+      const result = read(c[c.length - 1]?.key || 'body', u);
       return E.isLeft(result)
         ? t.failure(u, c, typeof result.left === 'string' ? result.left : result.left.rule)
         : t.success(result.right);
@@ -35,14 +33,11 @@ const field = <A>(name: string, read: (key: string, u: unknown) => E.Either<Fiel
     (a) => a,
   );
 
-const required = (u: unknown): string | undefined => (u === undefined ? 'is required' : undefined);
-
 /** `"7"` is the mistake a JavaScript client makes to keep a big id exact: the message says how to send it instead. */
 const ID_AS_STRING = `must be a JSON number, not a string: write 7, not "7" (an integer from ${INT64_MIN} to ${INT64_MAX}, all its digits kept exactly)`;
 
 const IdFromJsonNumber = field('PlantId', (key, u) => {
-  const missing = required(u);
-  if (missing !== undefined) return E.left(missing);
+  if (u === undefined) return E.left('is required');
   if (typeof u === 'string') return E.left(ID_AS_STRING);
   return isLosslessNumber(u) ? PlantId.fromJsonNumber(key, u.value) : E.left(PlantId.rule);
 });
@@ -92,26 +87,21 @@ const describe = (errors: t.Errors): FieldRuleBroken => {
   };
 };
 
-const isJsonObject = (u: unknown): u is Record<string, unknown> =>
-  typeof u === 'object' && u !== null && Object.getPrototypeOf(u) === Object.prototype;
+const NEW_PLANT_MEMBERS = Object.keys(NewPlantMembers.props);
 
 /**
  * Only the codec's own members go on, in a fresh object, so a `__proto__` member reaches nothing (io-ts copies objects
  * by assignment, which would make an own `__proto__` member a prototype).
  */
-const NEW_PLANT_MEMBERS = Object.keys(NewPlantMembers.props);
-const pickMembers = (body: Record<string, unknown>): Record<string, unknown> => {
-  const picked: Record<string, unknown> = {};
-  for (const key of NEW_PLANT_MEMBERS) if (Object.hasOwn(body, key)) picked[key] = body[key];
-  return picked;
-};
-
 export const decodeNewPlant = (body: unknown): E.Either<FieldRuleBroken, Plant> => {
   // lossless-json yields plain objects for JSON objects; arrays, strings and LosslessNumbers are not.
-  if (!isJsonObject(body)) {
+  if (typeof body !== 'object' || body === null || Object.getPrototypeOf(body) !== Object.prototype) {
     return E.left({ _tag: 'FieldRuleBroken', field: 'body', rule: 'must be a JSON object' });
   }
-  return E.bimap(describe, plant)(NewPlantMembers.decode(pickMembers(body)));
+  const picked: Record<string, unknown> = {};
+  for (const key of NEW_PLANT_MEMBERS)
+    if (Object.hasOwn(body, key)) picked[key] = (body as Record<string, unknown>)[key];
+  return E.bimap(describe, plant)(NewPlantMembers.decode(picked));
 };
 
 /**

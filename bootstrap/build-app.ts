@@ -31,7 +31,7 @@ export type ApplicationSettings = CreatePlantSettings & {
 };
 
 /** The composition root of the application: every use case bound to its ports. */
-export const buildApplication = (ports: Ports & ApplicationSettings): Application => ({
+const buildApplication = (ports: Ports & ApplicationSettings): Application => ({
   authenticate: authenticate(ports),
   ...(ports.limiter === undefined ? {} : { admit: admitRequest({ limiter: ports.limiter, logger: ports.logger }) }),
   createPlant: createPlant(ports),
@@ -42,24 +42,17 @@ export const buildApplication = (ports: Ports & ApplicationSettings): Applicatio
   ),
 });
 
-/** The HTTP server over an application (not yet listening). No I/O happens here. */
-export const buildServer = (
-  app: Application,
-  settings: HttpSettings,
-  limits: ServerLimits = defaultServerLimits,
-): Server => {
-  const metrics = settings.metrics === undefined ? undefined : boundedMethods(settings.metrics);
-  const http = createHttpApp(app, { ...settings, ...(metrics === undefined ? {} : { metrics }) });
-  return createHttpServer(exactDispatch(http), {
-    logger: settings.logger,
-    limits,
-    refused: metrics?.refused,
-    cors: settings.cors,
-  });
-};
-
-/** Already-built adapters in, an HTTP server out: what main, the tests and the bench start. */
+/** Already-built adapters in, an HTTP server out (not yet listening): what main, the tests and the bench start. */
 export const buildApp = (
   deps: Ports & ApplicationSettings & HttpSettings,
   limits: ServerLimits = defaultServerLimits,
-): Server => buildServer(buildApplication(deps), deps, limits);
+): Server => {
+  const metrics = deps.metrics === undefined ? undefined : boundedMethods(deps.metrics);
+  const http = createHttpApp(buildApplication(deps), { ...deps, ...(metrics === undefined ? {} : { metrics }) });
+  return createHttpServer(exactDispatch(http), {
+    logger: deps.logger,
+    limits,
+    refused: metrics?.refused,
+    cors: deps.cors,
+  });
+};

@@ -63,15 +63,12 @@ const listenFailure = async (
 ): Promise<Error> => {
   const code = (e as NodeJS.ErrnoException).code ?? 'unknown error';
   const where = host === undefined ? `port ${port}` : `${host}, port ${port}`;
+  if (['EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAFNOSUPPORT'].includes(code)) {
+    return new ConfigError(
+      `HOST: cannot listen on ${JSON.stringify(host)} (${code}: not an address of this machine); for example HOST=127.0.0.1`,
+    );
+  }
   switch (code) {
-    case 'EADDRNOTAVAIL':
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-    case 'EAI_FAIL':
-    case 'EAFNOSUPPORT':
-      return new ConfigError(
-        `HOST: cannot listen on ${JSON.stringify(host)} (${code}: not an address of this machine); for example HOST=127.0.0.1`,
-      );
     case 'EADDRINUSE': {
       const free = await freePortNear(port, host, avoid);
       return new Error(

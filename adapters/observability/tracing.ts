@@ -95,15 +95,6 @@ export interface DroppedSpans {
   exportFailed: number;
 }
 
-export interface Tracing {
-  readonly tracer: Tracer;
-  readonly dropped: Readonly<DroppedSpans>;
-  /** Whether the last export failed: the collector is away, and a last flush would only wait for its timeout. */
-  readonly failing: () => boolean;
-  /** Exports what is queued, then stops; resolves when done (bootstrap bounds the wait). */
-  readonly shutdown: () => Promise<void>;
-}
-
 const samplerOf = (name: SamplerName, ratio: number): Sampler => {
   const root = name.endsWith('always_on')
     ? new AlwaysOnSampler()
@@ -159,7 +150,7 @@ const countedBatches = (
  * Starts the SDK: the resource is the SDK's, the service's name and version, then the detectors' (host, instance id,
  * OTEL_RESOURCE_ATTRIBUTES). A failing export is logged when exports start failing and when they recover.
  */
-export const startTracing = (options: TracingOptions): Tracing => {
+export const startTracing = (options: TracingOptions) => {
   const dropped: DroppedSpans = { queueFull: 0, exportFailed: 0 };
   let failing = false;
   const exported = (ok: boolean, error: Error | undefined) => {
@@ -191,12 +182,8 @@ export const startTracing = (options: TracingOptions): Tracing => {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const tracer = provider.getTracer('plant-store', options.serviceVersion);
   traceFetches(tracer);
-  return {
-    tracer,
-    dropped,
-    failing: () => failing,
-    shutdown: () => provider.shutdown(),
-  };
+  // `failing`: the collector is away, and a last flush would only wait for its timeout.
+  return { tracer, dropped, failing: () => failing, shutdown: () => provider.shutdown() };
 };
 
 interface UndiciRequest {

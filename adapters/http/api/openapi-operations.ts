@@ -7,13 +7,15 @@ import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from
 
 type PathItem = Record<string, { tags?: string[] } & Record<string, unknown>>;
 
-const ref = (name: string) => ({ $ref: `#/components/${name}` });
-const common = {
+export const ref = (name: string) => ({ $ref: `#/components/${name}` });
+/** On every success answer: what a cache and a browser need to know about the representation. */
+export const common = {
   'X-Request-Id': ref('headers/X-Request-Id'),
   'Cache-Control': ref('headers/Cache-Control'),
   'X-Content-Type-Options': ref('headers/X-Content-Type-Options'),
 };
-const otherFailures = { default: ref('responses/OtherFailure') };
+/** Every other failure (500 and those before routing): one shared `default`, one case in a generated client. */
+export const otherFailures = { default: ref('responses/OtherFailure') };
 
 /** CORS, as the document's description says it (the preflights are not operations of the document). */
 export const CORS_IN_WORDS = [

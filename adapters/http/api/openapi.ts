@@ -5,7 +5,7 @@ import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plan
 import { encodeCursor } from './codecs.js';
 import { plantFieldsJoined, RETRY_AFTER_SECONDS, ROUTE_NOT_FOUND } from './failures.js';
 import { JSON_LIMITS } from './json.js';
-import { CORS_IN_WORDS, error, withOperationalPaths } from './openapi-operations.js';
+import { common, CORS_IN_WORDS, error, otherFailures, ref, withOperationalPaths } from './openapi-operations.js';
 
 /** The OpenAPI 3.1.0 document from the constants the code enforces; int64 bounds are bigints (lossless-json). */
 
@@ -15,27 +15,11 @@ const TEXT_PATTERN = '^[^\\u0000-\\u001F\\u007F]*[^\\s\\u0000-\\u001F\\u007F][^\
 /** A header of decimal digits. */
 const DIGITS = { type: 'string', pattern: '^[0-9]+$' };
 
-/** On every success answer: what a cache and a browser need to know about the representation. */
-const commonHeaders = {
-  'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
-  'Cache-Control': { $ref: '#/components/headers/Cache-Control' },
-  'X-Content-Type-Options': { $ref: '#/components/headers/X-Content-Type-Options' },
-};
-
 /** The caller's own owner's figures against its quota; never another owner's. */
-const quotaHeaders = {
-  'Quota-Limit': { $ref: '#/components/headers/Quota-Limit' },
-  'Quota-Used': { $ref: '#/components/headers/Quota-Used' },
-};
-
-const authFailures = {
-  '401': { $ref: '#/components/responses/Unauthorized' },
-  '403': { $ref: '#/components/responses/Forbidden' },
-};
-const rateLimited = { '429': { $ref: '#/components/responses/TooManyRequests' } };
-const unavailable = { '503': { $ref: '#/components/responses/Unavailable' } };
-/** Every other failure (500 and those before routing): one shared `default`, one case in a generated client. */
-const otherFailures = { default: { $ref: '#/components/responses/OtherFailure' } };
+const quotaHeaders = { 'Quota-Limit': ref('headers/Quota-Limit'), 'Quota-Used': ref('headers/Quota-Used') };
+const authFailures = { '401': ref('responses/Unauthorized'), '403': ref('responses/Forbidden') };
+const rateLimited = { '429': ref('responses/TooManyRequests') };
+const unavailable = { '503': ref('responses/Unavailable') };
 
 /** JavaScript's advice in short (in full in docs/API.md); in a schema it was copied into every generated file. */
 const BIG_IDS_IN_WORDS = [
@@ -143,7 +127,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           '200': {
             description: `One page of plants, ascending by id (exact over the whole int64 range). When more follow, a \`Link\` header names the next page; following next links until none is returned yields every plant exactly once.`,
             headers: {
-              ...commonHeaders,
+              ...common,
               Link: {
                 description:
                   'RFC 8288 link to the next page, present only when more plants follow: `</plants?limit=N&cursor=C>; rel="next"`.',
@@ -152,7 +136,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
             },
             content: {
               'application/json': {
-                schema: { type: 'array', maxItems: PAGE_MAX, items: { $ref: '#/components/schemas/Plant' } },
+                schema: { type: 'array', maxItems: PAGE_MAX, items: ref('schemas/Plant') },
                 example: [EXAMPLE_FIELDS, { name: 'Fern' }],
               },
             },
@@ -177,23 +161,23 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           required: true,
           description: `At most ${bodyLimit} bytes of UTF-8 JSON, objects and arrays nested at most ${JSON_LIMITS.maxDepth} deep, at most ${JSON_LIMITS.maxValues} object members and array elements in all, no member name repeated. Members other than id, ${plantFieldsJoined('and')} are ignored: not stored, not echoed.`,
           content: {
-            'application/json': { schema: { $ref: '#/components/schemas/NewPlant' }, example: EXAMPLE_PLANT },
+            'application/json': { schema: ref('schemas/NewPlant'), example: EXAMPLE_PLANT },
           },
         },
         responses: {
           '200': {
             description:
               "The stored plant. With a quota (MAX_PLANTS_PER_OWNER, on by default), Quota-Limit and Quota-Used give the owner's own figures (on MongoDB, once the serving process has counted the owner: nearly always, see docs/storage.md).",
-            headers: { ...commonHeaders, ...quotaHeaders },
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/Plant' } } },
+            headers: { ...common, ...quotaHeaders },
+            content: { 'application/json': { schema: ref('schemas/Plant') } },
           },
           '400': error(
             400,
             `The body is not UTF-8 JSON, repeats a member name, nests deeper than ${JSON_LIMITS.maxDepth}, holds more than ${JSON_LIMITS.maxValues} members and elements, is not an object, or breaks a field rule; \`message\` names the field and the rule, e.g. "name: must be 1 to ${NAME.max} characters". A member sent as null (what many serializers write for an unset optional field) is refused: leave an optional field (${PLANT_FIELD_NAMES.filter((k) => !PLANT_FIELDS[k].required).join(', ')}) out instead. (Malformed HTTP is a 400 too, described under \`default\`.)`,
             `name: must be 1 to ${NAME.max} characters`,
           ),
-          '401': { $ref: '#/components/responses/Unauthorized' },
-          '403': { $ref: '#/components/responses/ForbiddenOrQuotaExceeded' },
+          '401': ref('responses/Unauthorized'),
+          '403': ref('responses/ForbiddenOrQuotaExceeded'),
           ...rateLimited,
           '409': error(
             409,
@@ -238,7 +222,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           },
         ],
         responses: {
-          '204': { description: 'Deleted; no body.', headers: commonHeaders },
+          '204': { description: 'Deleted; no body.', headers: common },
           '400': error(
             400,
             'The id is not a decimal int64. (Malformed HTTP is a 400 too, described under `default`.)',
@@ -335,13 +319,13 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         401,
         'Missing header, wrong scheme or malformed token: `WWW-Authenticate: Bearer realm="plants"`. Unknown, expired or revoked token, or (AUTH=jwt) a signature or claim that does not check: `WWW-Authenticate: Bearer realm="plants", error="invalid_token"`, with `error_description="The access token expired"` for an expired JWT. The server\'s log line for the request (its X-Request-Id) says which check failed, never the token.',
         'authorization: the bearer token is unknown, expired or revoked',
-        { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
+        { 'WWW-Authenticate': ref('headers/WWW-Authenticate') },
       ),
       Forbidden: error(
         403,
         'The token lacks the scope: `WWW-Authenticate: Bearer realm="plants", error="insufficient_scope", scope="plants:write"` (or plants:read).',
         'authorization: the token lacks the scope plants:read',
-        { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } },
+        { 'WWW-Authenticate': ref('headers/WWW-Authenticate') },
       ),
       ForbiddenOrQuotaExceeded: error(
         403,
@@ -364,7 +348,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
         'Only when rate limiting is configured (RATE_LIMIT_MAX): the principal used its allowance for the current fixed window. While limiting is on, every authenticated response also carries the RateLimit-* fields.',
         'too many requests: at most 100 per window; retry in 7 s',
         {
-          'Retry-After': { $ref: '#/components/headers/Retry-After' },
+          'Retry-After': ref('headers/Retry-After'),
           ...Object.fromEntries(
             [
               ['Limit', 'Requests allowed per window.'],
@@ -384,7 +368,7 @@ const plantsDocument = ({ bodyLimit }: { readonly bodyLimit: number }) => ({
           `body is read and with nothing applied, while the service holds as many request bodies as it may ` +
           `(MAX_BODY_BYTES); retry it after Retry-After.`,
         'storage is unavailable, retry later',
-        { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+        { 'Retry-After': ref('headers/Retry-After') },
       ),
       MalformedRequest: error(
         400,

@@ -13,8 +13,6 @@ export interface Invalidations {
   readonly live: () => boolean;
   /** A number that changes with every invalidation received and every loss or gain of the stream. */
   readonly version: () => number;
-  /** Called with the keys to forget, or 'all' (the stream was lost or made again, or the database flushed). */
-  readonly onInvalidate: (listener: (keys: readonly string[] | 'all') => void) => void;
   readonly close: () => Promise<void>;
 }
 
@@ -25,6 +23,8 @@ export interface InvalidationOptions {
   readonly heartbeatMs: number;
   /** How long after the last proven moment the stream is still trusted. */
   readonly leaseMs: number;
+  /** Called with the keys to forget, or 'all' (the stream was lost or made again, or the database flushed). */
+  readonly tell: (keys: readonly string[] | 'all') => void;
   readonly logger?: Logger;
 }
 
@@ -42,10 +42,7 @@ export const listenForInvalidations = (redis: Redis, options: InvalidationOption
     commandTimeout: options.leaseMs,
   });
   sub.on('error', () => undefined); // reconnects are reported by `live`; lookups go to Redis meanwhile
-  const listeners: Array<(keys: readonly string[] | 'all') => void> = [];
-  const tell = (keys: readonly string[] | 'all') => {
-    for (const listener of listeners) listener(keys);
-  };
+  const { tell } = options;
 
   let version = 0;
   let subscribed = false;
@@ -125,9 +122,6 @@ export const listenForInvalidations = (redis: Redis, options: InvalidationOption
   return {
     live: () => subscribed && Date.now() - provenAt < options.leaseMs,
     version: () => version,
-    onInvalidate: (listener) => {
-      listeners.push(listener);
-    },
     close: async () => {
       closed = true;
       clearInterval(heartbeat);

@@ -121,13 +121,13 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
           // The invalidation connection proves itself alive every 250 ms, and is trusted for 1 s after its last proof.
           heartbeatMs: 250,
           leaseMs: 1000,
+          tell: (keys) => {
+            if (keys === 'all') cache.clear();
+            else for (const key of keys) cache.delete(key);
+          },
           ...(options.logger === undefined ? {} : { logger: options.logger }),
         })
       : undefined;
-  invalidations?.onInvalidate((keys) => {
-    if (keys === 'all') cache.clear();
-    else for (const key of keys) cache.delete(key);
-  });
 
   /**
    * Caches a lookup whose PTTL answer was `pttl` (-1 no expiry, -2 no key, 0 expiring now, n ms left): the entry ends

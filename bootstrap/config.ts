@@ -3,43 +3,17 @@
  * wrong and an example, never a secret's value. The variables and readers are in config/.
  */
 import type { ServerLimits } from '../adapters/http/server/server.js';
-import type { MongoOptions } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { JwtOptions } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import type { StaticTokenEntry } from './config/auth-tokens.js';
 import { ConfigError, get, type Env, type Variable } from './config/readers.js';
-import { variables, type LogLevel, type TracesSampler } from './config/variables.js';
+import { variables } from './config/variables.js';
 
 export { ConfigError, variables, type Env, type StaticTokenEntry };
 
-export interface Config {
-  readonly port: number;
-  readonly host: string | undefined;
-  readonly logLevel: LogLevel;
-  readonly bodyLimit: number;
-  readonly serverLimits: ServerLimitsConfig;
-  readonly shutdownTimeoutMs: number;
-  readonly storage: MemoryConfig | MongoConfig;
-  /** How many plants one owner may keep; 0: no bound. */
-  readonly maxPlantsPerOwner: number;
-  readonly auth: AuthConfig;
-  readonly rateLimit: RateLimitConfig;
-  readonly logFormat: 'json' | 'pretty';
-  /** A separate listener for /metrics; undefined: /metrics is served on PORT. */
-  readonly metricsPort: number | undefined;
-  /** Origins allowed by CORS; undefined: no CORS. */
-  readonly corsOrigins: '*' | readonly string[] | undefined;
-  /** OpenTelemetry tracing; undefined: off (no OTLP endpoint set, or OTEL_SDK_DISABLED=true). */
-  readonly tracing: TracingConfig | undefined;
-}
-
-export interface TracingConfig {
-  /** The OTLP/HTTP traces URL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
-  readonly url: string;
-  readonly serviceName: string;
-  readonly sampler: TracesSampler;
-  readonly ratio: number;
-  readonly maxQueueSize: number;
-}
+/** The whole configuration, as loadConfig decodes it. */
+export type Config = ReturnType<typeof loadConfig>;
+/** OpenTelemetry tracing; undefined: off (no OTLP endpoint set, or OTEL_SDK_DISABLED=true). */
+export type TracingConfig = NonNullable<Config['tracing']>;
 
 /** The configured server limits; the stall and linger bounds are the server's own judgement (server-limits.ts). */
 export type ServerLimitsConfig = Omit<ServerLimits, 'lingerMs' | 'lingerBytes' | 'unsentStallMs'>;
@@ -54,26 +28,14 @@ export type AuthConfig =
   | { readonly kind: 'redis'; readonly url: string; readonly timeoutMs: number; readonly cacheTtlMs: number }
   | ({ readonly kind: 'jwt' } & Omit<JwtOptions, 'logger'>);
 
-export interface RateLimitConfig {
-  /** Requests per window per principal; 0 turns rate limiting off. */
-  readonly max: number;
-  readonly windowMs: number;
-  readonly store: 'memory' | 'redis';
-  readonly redisUrl: string;
-  readonly timeoutMs: number;
-}
-
 export interface MemoryConfig {
   readonly kind: 'memory';
   /** The store's total bound (MEMORY_MAX_PLANTS); undefined: derived from the heap limit at start-up. */
   readonly maxPlants: number | undefined;
 }
 
-/** STORAGE=mongodb: the adapter's own options, less what bootstrap/ adds (the logger). */
-export type MongoConfig = { readonly kind: 'mongodb' } & Omit<MongoOptions, 'logger'>;
-
 /** Decodes the whole configuration, or throws ConfigError with the one line to print. */
-export const loadConfig = (env: Env): Config => {
+export const loadConfig = (env: Env) => {
   // Every variable is decoded, also those of a backend not chosen (MONGODB_* with STORAGE=memory, JWT_* with
   // AUTH=static): a wrong value is a mistake either way, and says so before anything starts.
   for (const variable of Object.values(variables) as Array<Variable<unknown>>) get(env, variable);
@@ -94,9 +56,9 @@ export const loadConfig = (env: Env): Config => {
     shutdownTimeoutMs: get(env, variables.SHUTDOWN_TIMEOUT_MS),
     storage:
       storageKind === 'memory'
-        ? { kind: 'memory', maxPlants: get(env, variables.MEMORY_MAX_PLANTS) }
+        ? { kind: storageKind, maxPlants: get(env, variables.MEMORY_MAX_PLANTS) }
         : {
-            kind: 'mongodb',
+            kind: storageKind,
             uri: get(env, variables.MONGODB_URI),
             db: get(env, variables.MONGODB_DB),
             timeoutMs: get(env, variables.STORAGE_TIMEOUT_MS),
@@ -120,8 +82,11 @@ export const loadConfig = (env: Env): Config => {
   };
 };
 
-/** As the OpenTelemetry specification has it: the signal's own endpoint is used as is, the general one gets the path. */
-const loadTracing = (env: Env): TracingConfig | undefined => {
+/**
+ * As the OpenTelemetry specification has it: the signal's own endpoint is used as is, the general one gets the path
+ * (`url` is the whole OTLP/HTTP traces URL).
+ */
+const loadTracing = (env: Env) => {
   const traces = get(env, variables.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   const general = get(env, variables.OTEL_EXPORTER_OTLP_ENDPOINT);
   if (get(env, variables.OTEL_SDK_DISABLED) || (traces === undefined && general === undefined)) return undefined;

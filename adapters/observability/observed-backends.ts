@@ -12,7 +12,7 @@ import type { BackendMetrics, CallOutcome } from './metrics.js';
  * outcomes. An outage is logged when it starts and when it ends, at most one line per backend every `throttleMs`
  * (flapping beyond that is counted into the next line). A backend is down when a call failed and none has been
  * answered since that call began (one slow call among answered ones is not an outage). While down, calls fail at once,
- * but for one probe at a time, at most one every `probeEveryMs`, whose success lets every call through again.
+ * but for one probe at a time, at most one every PROBE_EVERY_MS, whose success lets every call through again.
  */
 
 export type BackendName = 'storage' | 'token store' | 'rate limiter';
@@ -27,10 +27,12 @@ export interface BackendObserver {
   readonly failed: (backend: BackendName, reason: string, answersBefore?: number) => void;
   /** Whether a call may reach the backend now: 'refuse' while it is known down and another call probes it. */
   readonly admit: (backend: BackendName) => 'call' | 'probe' | 'refuse';
-  /** The probe `admit` let through has ended: the next may come `probeEveryMs` later. */
+  /** The probe `admit` let through has ended: the next may come PROBE_EVERY_MS later. */
   readonly probed: (backend: BackendName) => void;
 }
 
+/** While a backend is down, the least time from one probe's end to the next (Retry-After says 1 s too). */
+const PROBE_EVERY_MS = 1000;
 /** How long a driver's report stays the likely reason of a failure. */
 const REASON_FRESH_MS = 30_000;
 
@@ -61,7 +63,6 @@ export const backendObserver = ({
   metrics,
   throttleMs = 10_000,
   reasonWaitMs = 0,
-  probeEveryMs = 1000,
   now = Date.now,
 }: {
   readonly logger: Logger;
@@ -69,8 +70,6 @@ export const backendObserver = ({
   readonly throttleMs?: number;
   /** How long an outage line may wait for the driver's reason, which can come after the failed call. */
   readonly reasonWaitMs?: number;
-  /** While a backend is down, the least time from one probe's end to the next probe (Retry-After says 1 s too). */
-  readonly probeEveryMs?: number;
   readonly now?: () => number;
 }): BackendObserver => {
   const states = new Map<BackendName, State>();
@@ -150,7 +149,7 @@ export const backendObserver = ({
       return 'probe';
     },
     probed: (backend) => {
-      stateOf(backend).nextProbeAt = now() + probeEveryMs;
+      stateOf(backend).nextProbeAt = now() + PROBE_EVERY_MS;
     },
   };
 };

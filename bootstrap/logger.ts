@@ -57,8 +57,6 @@ export const stdoutDestination = (out: Out, heldBytes = LOG_HELD_BYTES) => {
       flush();
       done?.();
     },
-    /** Lines dropped since the last report. */
-    dropped: () => dropped,
     /** Called once stdout has drained after lines were dropped, with their count. */
     onDropped: (report: (count: number) => void): void => {
       onDropped = report;

@@ -177,15 +177,16 @@ const run = async (): Promise<number> => {
   let firstError = '';
   const redis = redisConnection(config.auth.url, config.auth.timeoutMs, (e) => (firstError ||= ` (${e.message})`));
   const target = redisTarget(redis.options, (process.env['REDIS_URL'] ?? '') === '');
+  const noAnswer = (outcome = ''): number => {
+    process.stderr.write(`the token store (${target}) did not answer${firstError}${outcome}\n`);
+    return 1;
+  };
   try {
     await whenReady(redis, config.auth.timeoutMs);
     const store = redisTokenStore(redis, { cacheTtlMs: 0 });
     if (command.kind === 'issue') {
       const issued = await store.issue(command.grant)();
-      if (E.isLeft(issued)) {
-        process.stderr.write(`the token store (${target}) did not answer${firstError}; nothing was issued\n`);
-        return 1;
-      }
+      if (E.isLeft(issued)) return noAnswer('; nothing was issued');
       const { owner, subject, scopes, ttlSeconds } = command.grant;
       process.stderr.write(
         `issued a token for owner ${owner}, subject ${subject}, scopes ${scopes.join(' ')}, ${ttlSeconds === undefined ? 'no expiry' : `expires in ${ttlSeconds} s`}, into ${target}\n`,
@@ -208,10 +209,7 @@ const run = async (): Promise<number> => {
       let count = 0;
       for (const o of owners) {
         const done = await (command.kind === 'list' ? store.list(o, subject) : store.revokeOwned(o, subject))();
-        if (E.isLeft(done)) {
-          process.stderr.write(`the token store (${target}) did not answer${firstError}\n`);
-          return 1;
-        }
+        if (E.isLeft(done)) return noAnswer();
         if (typeof done.right === 'number') count += done.right;
         else {
           for (const { issuedAt, expiresAt, ...info } of done.right) {
@@ -230,10 +228,7 @@ const run = async (): Promise<number> => {
       return 0;
     }
     const revoked = await store.revoke(command.token)();
-    if (E.isLeft(revoked)) {
-      process.stderr.write(`the token store (${target}) did not answer${firstError}; nothing was revoked\n`);
-      return 1;
-    }
+    if (E.isLeft(revoked)) return noAnswer('; nothing was revoked');
     process.stderr.write(`token store: ${target}\n`);
     process.stdout.write(revoked.right ? 'revoked\n' : 'no such token (never issued, expired or already revoked)\n');
     return revoked.right ? 0 : 1;

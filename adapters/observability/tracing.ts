@@ -35,25 +35,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import {
-  ATTR_DB_COLLECTION_NAME,
-  ATTR_DB_NAMESPACE,
-  ATTR_DB_OPERATION_NAME,
-  ATTR_DB_SYSTEM_NAME,
-  ATTR_ERROR_TYPE,
-  ATTR_HTTP_REQUEST_METHOD,
-  ATTR_HTTP_REQUEST_METHOD_ORIGINAL,
-  ATTR_HTTP_RESPONSE_STATUS_CODE,
-  ATTR_HTTP_ROUTE,
-  ATTR_NETWORK_PROTOCOL_VERSION,
-  ATTR_SERVER_ADDRESS,
-  ATTR_SERVER_PORT,
-  ATTR_SERVICE_NAME,
-  ATTR_SERVICE_VERSION,
-  ATTR_URL_FULL,
-  ATTR_URL_PATH,
-  ATTR_URL_SCHEME,
-} from '@opentelemetry/semantic-conventions';
+import * as semconv from '@opentelemetry/semantic-conventions';
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
 import type { Logger } from '../../application/ports/logger.js';
 import { redact } from './observed-backends.js';
@@ -168,8 +150,8 @@ export const startTracing = (options: TracingOptions) => {
     resource: defaultResource()
       .merge(
         resourceFromAttributes({
-          [ATTR_SERVICE_NAME]: options.serviceName,
-          [ATTR_SERVICE_VERSION]: options.serviceVersion,
+          [semconv.ATTR_SERVICE_NAME]: options.serviceName,
+          [semconv.ATTR_SERVICE_VERSION]: options.serviceVersion,
         }),
       )
       .merge(detectResources({ detectors: [hostDetector, serviceInstanceIdDetector, envDetector] })),
@@ -205,11 +187,11 @@ export const traceFetches = (tracer: Tracer): void => {
     const url = new URL(request.path, request.origin);
     const method = KNOWN_METHODS.has(request.method) ? request.method : '_OTHER';
     const attributes: Attributes = {
-      [ATTR_HTTP_REQUEST_METHOD]: method,
-      [ATTR_URL_FULL]: `${url.origin}${url.pathname}`,
-      [ATTR_SERVER_ADDRESS]: url.hostname,
+      [semconv.ATTR_HTTP_REQUEST_METHOD]: method,
+      [semconv.ATTR_URL_FULL]: `${url.origin}${url.pathname}`,
+      [semconv.ATTR_SERVER_ADDRESS]: url.hostname,
     };
-    if (url.port !== '') attributes[ATTR_SERVER_PORT] = Number(url.port);
+    if (url.port !== '') attributes[semconv.ATTR_SERVER_PORT] = Number(url.port);
     spans.set(request, tracer.startSpan(method, { kind: SpanKind.CLIENT, attributes }, active));
   });
   subscribe('undici:request:headers', (message) => {
@@ -217,7 +199,7 @@ export const traceFetches = (tracer: Tracer): void => {
     const span = spans.get(request);
     if (span === undefined) return;
     spans.delete(request);
-    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.statusCode);
+    span.setAttribute(semconv.ATTR_HTTP_RESPONSE_STATUS_CODE, response.statusCode);
     if (response.statusCode >= 400) failed(span, String(response.statusCode));
     span.end();
   });
@@ -256,12 +238,12 @@ export const requestTracer = (tracer: Tracer) => ({
     const raw = req.method ?? 'GET';
     const method = KNOWN_METHODS.has(raw) ? raw : '_OTHER';
     const attributes: Attributes = {
-      [ATTR_HTTP_REQUEST_METHOD]: method,
-      [ATTR_URL_PATH]: req.path,
-      [ATTR_URL_SCHEME]: 'http',
-      [ATTR_NETWORK_PROTOCOL_VERSION]: req.httpVersion,
+      [semconv.ATTR_HTTP_REQUEST_METHOD]: method,
+      [semconv.ATTR_URL_PATH]: req.path,
+      [semconv.ATTR_URL_SCHEME]: 'http',
+      [semconv.ATTR_NETWORK_PROTOCOL_VERSION]: req.httpVersion,
     };
-    if (method === '_OTHER') attributes[ATTR_HTTP_REQUEST_METHOD_ORIGINAL] = raw;
+    if (method === '_OTHER') attributes[semconv.ATTR_HTTP_REQUEST_METHOD_ORIGINAL] = raw;
     const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent);
     const { traceId, spanId } = span.spanContext();
     const end = (route: string, status: number): void => {
@@ -270,13 +252,13 @@ export const requestTracer = (tracer: Tracer) => ({
       const template = space < 0 ? route : route.slice(space + 1);
       if (template !== 'unknown') {
         span.updateName(`${method} ${template}`);
-        span.setAttribute(ATTR_HTTP_ROUTE, template);
+        span.setAttribute(semconv.ATTR_HTTP_ROUTE, template);
       }
       if (status === 499) {
         // No response was sent: the client went away, or the shutdown's bound cut the request.
-        span.setAttribute(ATTR_ERROR_TYPE, 'closed_before_answer');
+        span.setAttribute(semconv.ATTR_ERROR_TYPE, 'closed_before_answer');
       } else {
-        span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+        span.setAttribute(semconv.ATTR_HTTP_RESPONSE_STATUS_CODE, status);
         if (status >= 500) failed(span, String(status));
       }
       span.end();
@@ -296,7 +278,7 @@ export interface BackendSpans {
 }
 
 const failed = (span: Span, type: string): void => {
-  span.setAttribute(ATTR_ERROR_TYPE, type);
+  span.setAttribute(semconv.ATTR_ERROR_TYPE, type);
   span.setStatus({ code: SpanStatusCode.ERROR });
 };
 
@@ -318,11 +300,11 @@ const traced = <E, A>(
   const name = spans.collection === undefined ? `${spans.backend} ${operation}` : `${operation} ${spans.collection}`;
   const attributes: Attributes = { 'plantstore.backend': spans.backend, 'plantstore.operation': operation };
   if (spans.dbSystem !== undefined) {
-    attributes[ATTR_DB_SYSTEM_NAME] = spans.dbSystem;
-    attributes[ATTR_DB_OPERATION_NAME] = operation;
+    attributes[semconv.ATTR_DB_SYSTEM_NAME] = spans.dbSystem;
+    attributes[semconv.ATTR_DB_OPERATION_NAME] = operation;
   }
-  if (spans.dbNamespace !== undefined) attributes[ATTR_DB_NAMESPACE] = spans.dbNamespace;
-  if (spans.collection !== undefined) attributes[ATTR_DB_COLLECTION_NAME] = spans.collection;
+  if (spans.dbNamespace !== undefined) attributes[semconv.ATTR_DB_NAMESPACE] = spans.dbNamespace;
+  if (spans.collection !== undefined) attributes[semconv.ATTR_DB_COLLECTION_NAME] = spans.collection;
   return async () => {
     const active: Context = context.active();
     // A call made for no request (a background check) starts no trace of its own.

@@ -156,9 +156,19 @@ const decodeNamed = <A>(
 
 const noQuery: ListPlantsQuery = {};
 
-/** `limit` and `cursor` of GET /plants; other parameters are ignored. */
-const decodeListQuery = (query: Readonly<Record<string, unknown>>): E.Either<FieldRuleBroken, ListPlantsQuery> => {
-  const { limit: rawLimit, cursor: rawCursor } = query;
+const allOrNothing = (values: string[]): string | string[] | undefined =>
+  values.length === 0 ? undefined : values.length === 1 ? values[0] : values;
+
+/**
+ * `limit` and `cursor` of GET /plants from the raw query string; other parameters are ignored. Every parameter is read
+ * (linear, bounded by the header size limit): polka's `req.query` stops at 1000 parameters, so a `limit` after them
+ * would go unseen.
+ */
+export const decodeListSearch = (search: string): E.Either<FieldRuleBroken, ListPlantsQuery> => {
+  if (search.length <= 1) return E.right(noQuery);
+  const params = new URLSearchParams(search);
+  const rawLimit = allOrNothing(params.getAll('limit'));
+  const rawCursor = allOrNothing(params.getAll('cursor'));
   if (rawLimit === undefined && rawCursor === undefined) return E.right(noQuery);
   const limit = decodeNamed(LimitParam, 'limit', rawLimit);
   if (E.isLeft(limit)) return limit;
@@ -167,22 +177,6 @@ const decodeListQuery = (query: Readonly<Record<string, unknown>>): E.Either<Fie
   return E.right({
     ...(limit.right === undefined ? {} : { limit: limit.right }),
     ...(cursor.right === undefined ? {} : { after: cursor.right }),
-  });
-};
-
-const allOrNothing = (values: string[]): string | string[] | undefined =>
-  values.length === 0 ? undefined : values.length === 1 ? values[0] : values;
-
-/**
- * `limit` and `cursor` of GET /plants from the raw query string. Every parameter is read (linear, bounded by the header
- * size limit): polka's `req.query` stops at 1000 parameters, so a `limit` after them would go unseen.
- */
-export const decodeListSearch = (search: string): E.Either<FieldRuleBroken, ListPlantsQuery> => {
-  if (search.length <= 1) return E.right(noQuery);
-  const params = new URLSearchParams(search);
-  return decodeListQuery({
-    limit: allOrNothing(params.getAll('limit')),
-    cursor: allOrNothing(params.getAll('cursor')),
   });
 };
 

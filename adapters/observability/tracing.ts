@@ -15,26 +15,8 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { subscribe } from 'node:diagnostics_channel';
 import { ExportResultCode, W3CTraceContextPropagator, isTracingSuppressed } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import {
-  defaultResource,
-  detectResources,
-  envDetector,
-  hostDetector,
-  resourceFromAttributes,
-  serviceInstanceIdDetector,
-} from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  type ReadableSpan,
-  type Sampler,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import * as resources from '@opentelemetry/resources';
+import * as sdk from '@opentelemetry/sdk-trace-base';
 import * as semconv from '@opentelemetry/semantic-conventions';
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
 import type { Logger } from '../../application/ports/logger.js';
@@ -77,13 +59,13 @@ export interface DroppedSpans {
   exportFailed: number;
 }
 
-const samplerOf = (name: SamplerName, ratio: number): Sampler => {
+const samplerOf = (name: SamplerName, ratio: number): sdk.Sampler => {
   const root = name.endsWith('always_on')
-    ? new AlwaysOnSampler()
+    ? new sdk.AlwaysOnSampler()
     : name.endsWith('always_off')
-      ? new AlwaysOffSampler()
-      : new TraceIdRatioBasedSampler(ratio);
-  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
+      ? new sdk.AlwaysOffSampler()
+      : new sdk.TraceIdRatioBasedSampler(ratio);
+  return name.startsWith('parentbased_') ? new sdk.ParentBasedSampler({ root }) : root;
 };
 
 /**
@@ -92,13 +74,13 @@ const samplerOf = (name: SamplerName, ratio: number): Sampler => {
  * (refused, or no answer within OTEL_EXPORTER_OTLP_TIMEOUT) is counted as dropped too: the SDK does not retry it.
  */
 const countedBatches = (
-  exporter: SpanExporter,
+  exporter: sdk.SpanExporter,
   maxQueueSize: number,
   dropped: DroppedSpans,
   exported: (ok: boolean, error: Error | undefined) => void,
-): SpanProcessor => {
+): sdk.SpanProcessor => {
   let queued = 0;
-  const counting: SpanExporter = {
+  const counting: sdk.SpanExporter = {
     export: (spans, done) => {
       queued -= spans.length;
       exporter.export(spans, (result) => {
@@ -111,10 +93,13 @@ const countedBatches = (
     ...(exporter.forceFlush === undefined ? {} : { forceFlush: () => (exporter.forceFlush as () => Promise<void>)() }),
   };
   // The batch processor's own bound is never the one reached: this one is checked first.
-  const batches = new BatchSpanProcessor(counting, { maxQueueSize, maxExportBatchSize: Math.min(512, maxQueueSize) });
+  const batches = new sdk.BatchSpanProcessor(counting, {
+    maxQueueSize,
+    maxExportBatchSize: Math.min(512, maxQueueSize),
+  });
   return {
     onStart: (span, parent) => batches.onStart(span, parent),
-    onEnd: (span: ReadableSpan) => {
+    onEnd: (span: sdk.ReadableSpan) => {
       if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return; // the batch processor ignores it too
       if (queued >= maxQueueSize) {
         dropped.queueFull += 1;
@@ -146,15 +131,20 @@ export const startTracing = (options: TracingOptions) => {
     }
   };
   const exporter = new OTLPTraceExporter({ url: options.url });
-  const provider = new BasicTracerProvider({
-    resource: defaultResource()
+  const provider = new sdk.BasicTracerProvider({
+    resource: resources
+      .defaultResource()
       .merge(
-        resourceFromAttributes({
+        resources.resourceFromAttributes({
           [semconv.ATTR_SERVICE_NAME]: options.serviceName,
           [semconv.ATTR_SERVICE_VERSION]: options.serviceVersion,
         }),
       )
-      .merge(detectResources({ detectors: [hostDetector, serviceInstanceIdDetector, envDetector] })),
+      .merge(
+        resources.detectResources({
+          detectors: [resources.hostDetector, resources.serviceInstanceIdDetector, resources.envDetector],
+        }),
+      ),
     sampler: samplerOf(options.sampler, options.ratio),
     // A path is the client's to choose: its attribute is cut, whatever Node's header limit allows.
     spanLimits: { attributeValueLengthLimit: 1024 },

@@ -1,17 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
-import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  customFetch,
-  errors,
-  importSPKI,
-  jwtVerify,
-  type JSONWebKeySet,
-  type JWTVerifyGetKey,
-  type JWTPayload,
-} from 'jose';
+import * as jose from 'jose';
 import { authUnavailable } from '../../../application/errors.js';
 import type { TokenRejection, TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
@@ -45,7 +35,7 @@ class KeySourceUnavailable extends Error {}
 const JWKS_ACCEPT = 'application/json, application/jwk-set+json';
 
 /** Fetches the key set: every way the key source can fail is KeySourceUnavailable, never an invalid token. */
-const fetchKeySet = async (url: string, init: RequestInit): Promise<JSONWebKeySet> => {
+const fetchKeySet = async (url: string, init: RequestInit): Promise<jose.JSONWebKeySet> => {
   let response: Response;
   try {
     response = await fetch(url, init);
@@ -67,11 +57,11 @@ const fetchKeySet = async (url: string, init: RequestInit): Promise<JSONWebKeySe
     throw new KeySourceUnavailable('the JWKS URL did not answer JSON');
   }
   try {
-    createLocalJWKSet(json as JSONWebKeySet); // throws JWKSInvalid unless it is a key set
+    jose.createLocalJWKSet(json as jose.JSONWebKeySet); // throws JWKSInvalid unless it is a key set
   } catch {
     throw new KeySourceUnavailable('the JWKS URL did not answer a JSON Web Key Set');
   }
-  return json as JSONWebKeySet;
+  return json as jose.JSONWebKeySet;
 };
 
 /**
@@ -82,7 +72,7 @@ const fetchKeySet = async (url: string, init: RequestInit): Promise<JSONWebKeySe
  */
 export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifier> => {
   const { key } = options;
-  let getKey: JWTVerifyGetKey | Uint8Array | Awaited<ReturnType<typeof importSPKI>>;
+  let getKey: jose.JWTVerifyGetKey | Uint8Array | Awaited<ReturnType<typeof jose.importSPKI>>;
   let algorithms: string[];
   switch (key.kind) {
     case 'secret':
@@ -90,22 +80,22 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
       algorithms = ['HS256'];
       break;
     case 'public-key':
-      getKey = await importSPKI(key.pem, key.algorithm);
+      getKey = await jose.importSPKI(key.pem, key.algorithm);
       algorithms = [key.algorithm];
       break;
     case 'jwks':
-      getKey = createRemoteJWKSet(new URL(key.url), {
+      getKey = jose.createRemoteJWKSet(new URL(key.url), {
         timeoutDuration: options.timeoutMs,
         ...(options.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAge: options.jwksCacheMaxAgeMs }),
         ...(options.jwksCooldownMs === undefined ? {} : { cooldownDuration: options.jwksCooldownMs }),
-        [customFetch]: async (url, init) => Response.json(await fetchKeySet(url, init)),
+        [jose.customFetch]: async (url, init) => Response.json(await fetchKeySet(url, init)),
       });
       algorithms = ['RS256', 'ES256'];
       break;
   }
 
   /** The principal the claims name, or which claim is wrong. */
-  const principalOf = (payload: JWTPayload): E.Either<string, Principal> => {
+  const principalOf = (payload: jose.JWTPayload): E.Either<string, Principal> => {
     if (typeof payload.sub !== 'string' || payload.sub === '') return E.left('the sub claim is not a non-empty string');
     const owner = payload[options.ownerClaim];
     const validOwner = typeof owner === 'string' ? Owner.from(owner) : undefined;
@@ -130,10 +120,10 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
    * What jose found wrong, in words for the log line. The client is told only that a token expired (RFC 6750's own
    * example of an error_description): which other check failed would tell a forger what to change.
    */
-  const rejectionOf = (e: errors.JOSEError): TokenRejection => {
-    if (e instanceof errors.JWTExpired)
+  const rejectionOf = (e: jose.errors.JOSEError): TokenRejection => {
+    if (e instanceof jose.errors.JWTExpired)
       return { reason: 'the token expired (exp)', description: 'The access token expired' };
-    if (e instanceof errors.JWTClaimValidationFailed)
+    if (e instanceof jose.errors.JWTClaimValidationFailed)
       return { reason: `the ${e.claim} claim ${e.reason === 'missing' ? 'is missing' : `failed: ${e.message}`}` };
     return { reason: `${e.code}: ${e.message}` };
   };
@@ -145,9 +135,9 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
   const unavailable = (e: unknown): boolean => {
     const outage =
       e instanceof KeySourceUnavailable ||
-      e instanceof errors.JWKSTimeout ||
-      e instanceof errors.JWKSInvalid ||
-      (key.kind === 'jwks' && !(e instanceof errors.JOSEError));
+      e instanceof jose.errors.JWKSTimeout ||
+      e instanceof jose.errors.JWKSInvalid ||
+      (key.kind === 'jwks' && !(e instanceof jose.errors.JOSEError));
     if (outage) options.keySourceFailed?.(e instanceof KeySourceUnavailable ? e.message : `the JWKS URL: ${String(e)}`);
     return outage;
   };
@@ -155,7 +145,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
   return {
     verify: (token, rejected) => async () => {
       try {
-        const { payload } = await jwtVerify(token, getKey, {
+        const { payload } = await jose.jwtVerify(token, getKey, {
           algorithms,
           clockTolerance: options.clockToleranceSeconds,
           requiredClaims: ['exp', 'sub', options.ownerClaim],
@@ -168,7 +158,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
         return E.right(O.none);
       } catch (e) {
         if (unavailable(e)) return E.left(authUnavailable);
-        rejected?.(e instanceof errors.JOSEError ? rejectionOf(e) : { reason: 'not a JWT' });
+        rejected?.(e instanceof jose.errors.JOSEError ? rejectionOf(e) : { reason: 'not a JWT' });
         return E.right(O.none);
       }
     },

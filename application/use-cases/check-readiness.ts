@@ -45,14 +45,9 @@ export const checkReadiness = ({
       timer = setTimeout(() => resolve(false), timeoutMs);
     });
     try {
-      const [storage, tokenStore] = await Promise.all([
-        Promise.race([answers('storage', plants.ping), late]),
-        Promise.race([answers('token store', tokens.ping), late]),
-      ]);
-      const down: Backend[] = [];
-      if (!storage) down.push('storage');
-      if (!tokenStore) down.push('token store');
-      return down;
+      const pings = [['storage', plants.ping] as const, ['token store', tokens.ping] as const];
+      const up = await Promise.all(pings.map(([backend, ping]) => Promise.race([answers(backend, ping), late])));
+      return pings.filter((_, i) => !up[i]).map(([backend]) => backend);
     } finally {
       clearTimeout(timer);
     }

@@ -16,14 +16,6 @@ export const listPlantsHandler =
     const page = await app.listPlants(caller.principal, query.right)();
     if (E.isLeft(page)) return fail(req, res, caller, page.left);
     const { plants, next } = page.right;
-    send(
-      req,
-      res,
-      caller,
-      200,
-      plantsJson(plants),
-      next === undefined
-        ? undefined
-        : { Link: `</plants?limit=${next.limit}&cursor=${encodeCursor(next.after)}>; rel="next"` },
-    );
+    const link = next && { Link: `</plants?limit=${next.limit}&cursor=${encodeCursor(next.after)}>; rel="next"` };
+    send(req, res, caller, 200, plantsJson(plants), link);
   };

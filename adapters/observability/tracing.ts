@@ -1,16 +1,4 @@
-import {
-  context,
-  defaultTextMapGetter,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  TraceFlags,
-  type Attributes,
-  type Context,
-  type Span,
-  type Tracer,
-} from '@opentelemetry/api';
+import * as api from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { subscribe } from 'node:diagnostics_channel';
 import { ExportResultCode, W3CTraceContextPropagator, isTracingSuppressed } from '@opentelemetry/core';
@@ -100,7 +88,7 @@ const countedBatches = (
   return {
     onStart: (span, parent) => batches.onStart(span, parent),
     onEnd: (span: sdk.ReadableSpan) => {
-      if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return; // the batch processor ignores it too
+      if ((span.spanContext().traceFlags & api.TraceFlags.SAMPLED) === 0) return; // the batch processor ignores it too
       if (queued >= maxQueueSize) {
         dropped.queueFull += 1;
         return;
@@ -151,7 +139,7 @@ export const startTracing = (options: TracingOptions) => {
     spanProcessors: [countedBatches(exporter, options.maxQueueSize, dropped, exported)],
   });
   // The context of each request follows its promises, so that a backend call's span finds the request's.
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const tracer = provider.getTracer('plant-store', options.serviceVersion);
   traceFetches(tracer);
   // `failing`: the collector is away, and a last flush would only wait for its timeout.
@@ -168,21 +156,21 @@ interface UndiciRequest {
  * A client span for each `fetch` under a request's span (the JWKS fetch), from the diagnostics channels Node's `fetch`
  * publishes to; it ends with the response's headers, and its URL has no query and no user information.
  */
-export const traceFetches = (tracer: Tracer): void => {
-  const spans = new WeakMap<UndiciRequest, Span>();
+export const traceFetches = (tracer: api.Tracer): void => {
+  const spans = new WeakMap<UndiciRequest, api.Span>();
   subscribe('undici:request:create', (message) => {
     const { request } = message as { request: UndiciRequest };
-    const active = context.active();
-    if (trace.getSpan(active) === undefined || isTracingSuppressed(active)) return;
+    const active = api.context.active();
+    if (api.trace.getSpan(active) === undefined || isTracingSuppressed(active)) return;
     const url = new URL(request.path, request.origin);
     const method = KNOWN_METHODS.has(request.method) ? request.method : '_OTHER';
-    const attributes: Attributes = {
+    const attributes: api.Attributes = {
       [semconv.ATTR_HTTP_REQUEST_METHOD]: method,
       [semconv.ATTR_URL_FULL]: `${url.origin}${url.pathname}`,
       [semconv.ATTR_SERVER_ADDRESS]: url.hostname,
     };
     if (url.port !== '') attributes[semconv.ATTR_SERVER_PORT] = Number(url.port);
-    spans.set(request, tracer.startSpan(method, { kind: SpanKind.CLIENT, attributes }, active));
+    spans.set(request, tracer.startSpan(method, { kind: api.SpanKind.CLIENT, attributes }, active));
   });
   subscribe('undici:request:headers', (message) => {
     const { request, response } = message as { request: UndiciRequest; response: { statusCode: number } };
@@ -208,7 +196,7 @@ const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT'
 const propagator = new W3CTraceContextPropagator();
 
 /** The server span of each request: the RequestTracer of adapters/http/api/request-tracing.ts. */
-export const requestTracer = (tracer: Tracer) => ({
+export const requestTracer = (tracer: api.Tracer) => ({
   serve: <T>(
     req: {
       readonly method?: string | undefined;
@@ -224,17 +212,17 @@ export const requestTracer = (tracer: Tracer) => ({
   ): T => {
     // An invalid or absent traceparent (or one sent twice, which Node joins into one invalid value) yields no
     // parent: the request starts a trace of its own, and nothing is refused for it.
-    const parent = propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
+    const parent = propagator.extract(api.ROOT_CONTEXT, req.headers, api.defaultTextMapGetter);
     const raw = req.method ?? 'GET';
     const method = KNOWN_METHODS.has(raw) ? raw : '_OTHER';
-    const attributes: Attributes = {
+    const attributes: api.Attributes = {
       [semconv.ATTR_HTTP_REQUEST_METHOD]: method,
       [semconv.ATTR_URL_PATH]: req.path,
       [semconv.ATTR_URL_SCHEME]: 'http',
       [semconv.ATTR_NETWORK_PROTOCOL_VERSION]: req.httpVersion,
     };
     if (method === '_OTHER') attributes[semconv.ATTR_HTTP_REQUEST_METHOD_ORIGINAL] = raw;
-    const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes }, parent);
+    const span = tracer.startSpan(method, { kind: api.SpanKind.SERVER, attributes }, parent);
     const { traceId, spanId } = span.spanContext();
     const end = (route: string, status: number): void => {
       // The template only (`DELETE /plants/{id}`): a plant id never names a span.
@@ -253,7 +241,7 @@ export const requestTracer = (tracer: Tracer) => ({
       }
       span.end();
     };
-    return context.with(trace.setSpan(parent, span), handle, undefined, { traceId, spanId, end });
+    return api.context.with(api.trace.setSpan(parent, span), handle, undefined, { traceId, spanId, end });
   },
 });
 
@@ -267,9 +255,9 @@ export interface BackendSpans {
   readonly collection?: string;
 }
 
-const failed = (span: Span, type: string): void => {
+const failed = (span: api.Span, type: string): void => {
   span.setAttribute(semconv.ATTR_ERROR_TYPE, type);
-  span.setStatus({ code: SpanStatusCode.ERROR });
+  span.setStatus({ code: api.SpanStatusCode.ERROR });
 };
 
 const errorClass = (e: unknown): string =>
@@ -282,13 +270,13 @@ const leftClass = (left: unknown): string =>
 
 /** A client span around one call of a port, under the request's span: a Left is marked by its `_tag`, a throw by its class. */
 const traced = <E, A>(
-  tracer: Tracer,
+  tracer: api.Tracer,
   spans: BackendSpans,
   operation: string,
   task: TaskEither<E, A>,
 ): TaskEither<E, A> => {
   const name = spans.collection === undefined ? `${spans.backend} ${operation}` : `${operation} ${spans.collection}`;
-  const attributes: Attributes = { 'plantstore.backend': spans.backend, 'plantstore.operation': operation };
+  const attributes: api.Attributes = { 'plantstore.backend': spans.backend, 'plantstore.operation': operation };
   if (spans.dbSystem !== undefined) {
     attributes[semconv.ATTR_DB_SYSTEM_NAME] = spans.dbSystem;
     attributes[semconv.ATTR_DB_OPERATION_NAME] = operation;
@@ -296,13 +284,13 @@ const traced = <E, A>(
   if (spans.dbNamespace !== undefined) attributes[semconv.ATTR_DB_NAMESPACE] = spans.dbNamespace;
   if (spans.collection !== undefined) attributes[semconv.ATTR_DB_COLLECTION_NAME] = spans.collection;
   return async () => {
-    const active: Context = context.active();
+    const active: api.Context = api.context.active();
     // A call made for no request (a background check) starts no trace of its own.
-    if (trace.getSpan(active) === undefined) return task();
-    const span: Span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, active);
+    if (api.trace.getSpan(active) === undefined) return task();
+    const span: api.Span = tracer.startSpan(name, { kind: api.SpanKind.CLIENT, attributes }, active);
     let result;
     try {
-      result = await context.with(trace.setSpan(active, span), task);
+      result = await api.context.with(api.trace.setSpan(active, span), task);
     } catch (e) {
       failed(span, errorClass(e));
       span.end();
@@ -314,7 +302,7 @@ const traced = <E, A>(
   };
 };
 
-export const tracedPlants = (plants: PlantRepository, tracer: Tracer, spans: BackendSpans): PlantRepository => ({
+export const tracedPlants = (plants: PlantRepository, tracer: api.Tracer, spans: BackendSpans): PlantRepository => ({
   insert: (owner, plant, maxPlants) => traced(tracer, spans, 'insert', plants.insert(owner, plant, maxPlants)),
   page: (owner, after, limit) => traced(tracer, spans, 'page', plants.page(owner, after, limit)),
   remove: (owner, id) => traced(tracer, spans, 'remove', plants.remove(owner, id)),
@@ -322,11 +310,11 @@ export const tracedPlants = (plants: PlantRepository, tracer: Tracer, spans: Bac
 });
 
 /** The token check (a Redis look-up, a JWT's signature, its key set's fetch); the token is never an attribute. */
-export const tracedTokens = (tokens: TokenVerifier, tracer: Tracer, spans: BackendSpans): TokenVerifier => ({
+export const tracedTokens = (tokens: TokenVerifier, tracer: api.Tracer, spans: BackendSpans): TokenVerifier => ({
   verify: (token, rejected) => traced(tracer, spans, 'verify', tokens.verify(token, rejected)),
   ping: traced(tracer, spans, 'ping', tokens.ping),
 });
 
-export const tracedLimiter = (limiter: RateLimiter, tracer: Tracer, spans: BackendSpans): RateLimiter => ({
+export const tracedLimiter = (limiter: RateLimiter, tracer: api.Tracer, spans: BackendSpans): RateLimiter => ({
   consume: (key) => traced(tracer, spans, 'consume', limiter.consume(key)),
 });

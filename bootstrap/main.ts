@@ -18,7 +18,7 @@ import { connectBackends, memoryMaxPlants, type Backends } from './backends.js';
 import { buildApp } from './build-app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger, logDrained } from './logger.js';
-import { startTracing, type TracingWiring } from './tracing.js';
+import { startTracing } from './tracing.js';
 import { serviceVersion } from './version.js';
 
 /** How long the exit waits for stdout to take the last log lines. */
@@ -115,7 +115,7 @@ const main = async (): Promise<void> => {
 
   let api: Server | undefined;
   const inFlight = () => (api === undefined ? 0 : requestsInFlight(api));
-  const tracing: TracingWiring | undefined =
+  const tracing =
     config.tracing === undefined ? undefined : await startTracing(config.tracing, config, serviceVersion(), logger);
   const metrics = serviceMetrics({
     inFlight,

@@ -1,29 +1,19 @@
-import type { RequestTracer } from '../adapters/http/api/request-tracing.js';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { RateLimiter } from '../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../application/ports/token-verifier.js';
 import type { Config, TracingConfig } from './config.js';
 
-/** What tracing adds to the composition: the edge's tracer, the port decorators, the drop counts, the last flush. */
-export interface TracingWiring {
-  readonly requests: RequestTracer;
-  readonly plants: (plants: PlantRepository) => PlantRepository;
-  readonly tokens: (tokens: TokenVerifier) => TokenVerifier;
-  readonly limiter: (limiter: RateLimiter) => RateLimiter;
-  readonly droppedSpans: () => { readonly queueFull: number; readonly exportFailed: number };
-  /** Whether exports are failing now (the collector away). */
-  readonly failing: () => boolean;
-  readonly shutdown: () => Promise<void>;
-}
-
-/** Starts OpenTelemetry tracing; the SDK is imported only here, when tracing is on. */
+/**
+ * Starts OpenTelemetry tracing; the SDK is imported only here, when tracing is on. What it adds to the composition:
+ * the edge's tracer, the port decorators, the drop counts, the last flush.
+ */
 export const startTracing = async (
   tracing: TracingConfig,
   config: Pick<Config, 'storage' | 'auth' | 'rateLimit'>,
   version: string,
   logger: Logger,
-): Promise<TracingWiring> => {
+) => {
   const otel = await import('../adapters/observability/tracing.js');
   const started = otel.startTracing({ ...tracing, serviceVersion: version, logger });
   const { tracer } = started;
@@ -43,9 +33,9 @@ export const startTracing = async (
     config.rateLimit.store === 'redis' ? { backend: 'rate limiter', dbSystem: 'redis' } : { backend: 'rate limiter' };
   return {
     requests: otel.requestTracer(tracer),
-    plants: (plants) => otel.tracedPlants(plants, tracer, storage),
-    tokens: (verifier) => otel.tracedTokens(verifier, tracer, tokens),
-    limiter: (rate) => otel.tracedLimiter(rate, tracer, limiter),
+    plants: (plants: PlantRepository) => otel.tracedPlants(plants, tracer, storage),
+    tokens: (verifier: TokenVerifier) => otel.tracedTokens(verifier, tracer, tokens),
+    limiter: (rate: RateLimiter) => otel.tracedLimiter(rate, tracer, limiter),
     droppedSpans: () => started.dropped,
     failing: started.failing,
     shutdown: started.shutdown,

@@ -26,7 +26,6 @@ export const redisConnection = (
     // A database the server refuses (REDIS_URL .../99 where it has 16) would leave ioredis serving database 0, another
     // namespace of tokens and counters: the connection is dropped instead and retried like one refused outright.
     reconnectOnError: (e) => (e as Error & { command?: { name?: string } }).command?.name === 'select',
-    lazyConnect: false,
     // After a close, ioredis waits this long for the socket's 'close' before destroying it; a socket the server
     // already dropped never sends one, and the default 2 s timer would hold the process that long.
     disconnectTimeout: 500,

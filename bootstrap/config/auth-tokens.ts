@@ -70,19 +70,14 @@ const readTokenEntry = (item: unknown): E.Either<string, StaticTokenEntry> => {
   const hasSha256 = Object.hasOwn(item, 'sha256');
   if (hasToken && hasSha256) return E.left('give either "token" or "sha256", not both');
   if (!hasToken && !hasSha256) return E.left(ENTRY_SHAPE);
-  const decoded: E.Either<t.Errors, StaticTokenEntry> = hasToken
-    ? E.map((e: t.TypeOf<typeof PlainEntryCodec>) => ({ ...fieldsOf(e), secret: { token: e.token } }))(
-        PlainEntryCodec.decode(item),
-      )
-    : E.map((e: t.TypeOf<typeof HashedEntryCodec>) => ({ ...fieldsOf(e), secret: { sha256: e.sha256 } }))(
-        HashedEntryCodec.decode(item),
-      );
-  return E.mapLeft((errors: t.Errors) => errors.map((e) => e.message).find((m) => m !== undefined) ?? ENTRY_SHAPE)(
-    decoded,
-  );
+  const decoded: E.Either<t.Errors, t.TypeOf<typeof PlainEntryCodec> | t.TypeOf<typeof HashedEntryCodec>> = hasToken
+    ? PlainEntryCodec.decode(item)
+    : HashedEntryCodec.decode(item);
+  if (E.isLeft(decoded)) return E.left(decoded.left.map((e) => e.message).find((m) => m !== undefined) ?? ENTRY_SHAPE);
+  const entry = decoded.right;
+  const secret = 'token' in entry ? { token: entry.token } : { sha256: entry.sha256 };
+  return E.right({ secret, owner: entry.owner, subject: entry.subject, scopes: entry.scopes });
 };
-
-const fieldsOf = (e: t.TypeOf<typeof EntryFieldsCodec>) => ({ owner: e.owner, subject: e.subject, scopes: e.scopes });
 
 /** The SHA-256 (lower-case hex) that an entry's secret is known by, whichever way it was given. */
 const secretHash = (entry: StaticTokenEntry): string =>

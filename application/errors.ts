@@ -20,10 +20,7 @@ export interface RateLimiterUnavailable {
   readonly _tag: 'RateLimiterUnavailable';
 }
 
-/**
- * The token is unknown, expired or revoked. `reason`: the failed check, for the log line (never the token);
- * `description`: what the client may be told (RFC 6750), only where it leaks nothing.
- */
+/** An unknown, expired or revoked token: `reason` for the log line, `description` for the client (RFC 6750). */
 export interface InvalidToken {
   readonly _tag: 'InvalidToken';
   readonly reason?: string;

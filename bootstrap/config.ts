@@ -1,7 +1,4 @@
-/**
- * Every setting, decoded from the environment once at start-up; a bad value is one line naming the variable, what is
- * wrong and an example, never a secret's value. The variables and readers are in config/.
- */
+/** Every setting, decoded from the environment at start-up; a bad value is one line (variable, problem, example). */
 import type { ServerLimits } from '../adapters/http/server/server.js';
 import type { JwtOptions } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import type { StaticTokenEntry } from './config/auth-tokens.js';
@@ -82,10 +79,7 @@ export const loadConfig = (env: Env) => {
   };
 };
 
-/**
- * As the OpenTelemetry specification has it: the signal's own endpoint is used as is, the general one gets the path
- * (`url` is the whole OTLP/HTTP traces URL).
- */
+/** As OpenTelemetry specifies: the traces endpoint is used as is, the general one gets `/v1/traces`. */
 const loadTracing = (env: Env) => {
   const traces = get(env, variables.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   const general = get(env, variables.OTEL_EXPORTER_OTLP_ENDPOINT);

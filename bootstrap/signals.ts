@@ -1,7 +1,4 @@
-/**
- * SIGTERM and SIGINT are caught from this module's evaluation on, so a signal during start-up is an ordinary shutdown;
- * one that came before anyone listened goes to the first listener.
- */
+/** SIGTERM and SIGINT are a shutdown from this module's evaluation on; an early signal goes to the first listener. */
 type StopSignal = 'SIGTERM' | 'SIGINT';
 
 let received: StopSignal | undefined;

@@ -4,10 +4,7 @@ import type { RateLimiter } from '../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../application/ports/token-verifier.js';
 import type { Config, TracingConfig } from './config.js';
 
-/**
- * Starts OpenTelemetry tracing; the SDK is imported only here, when tracing is on. What it adds to the composition:
- * the edge's tracer, the port decorators, the drop counts, the last flush.
- */
+/** Starts tracing: the edge's tracer, the port decorators, the drop counts; the SDK is imported only when it is on. */
 export const startTracing = async (
   tracing: TracingConfig,
   config: Pick<Config, 'storage' | 'auth' | 'rateLimit'>,

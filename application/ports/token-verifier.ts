@@ -9,10 +9,7 @@ export interface TokenRejection {
   readonly description?: string;
 }
 
-/**
- * A bearer token's principal, or `none` (unknown, expired, revoked; which check failed goes to `rejected`); a store
- * that cannot answer is `AuthUnavailable`, never `none` (token-verifier.contract.ts).
- */
+/** A bearer token's principal, or `none` (why to `rejected`); a store that cannot answer is `AuthUnavailable`. */
 export interface TokenVerifier {
   readonly verify: (
     token: string,

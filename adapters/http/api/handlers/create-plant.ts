@@ -8,10 +8,7 @@ import { isIdentityEncoding, isJsonContentType, parseJson } from '../json.js';
 import type { Authorize } from '../pipeline.js';
 import type { Handler, Responder } from '../respond.js';
 
-/**
- * POST /plants: 401, 403, then media type (415), size (413), JSON (400), fields (400), then the use case (409, 403
- * quota, 507). With a quota, a 200 carries the owner's Quota-Limit and Quota-Used.
- */
+/** POST /plants: 401, 403, 415, 413, 400 (JSON, then fields), then 409, 403 (quota) or 507, or 200 with the quota. */
 export const createPlantHandler =
   (app: Application, { send, fail, closed }: Responder, authorize: Authorize, bodyLimit: number): Handler =>
   async (req, res) => {

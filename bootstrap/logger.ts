@@ -75,10 +75,7 @@ export const logDrained = (ms: number, out: Out = process.stdout): Promise<void>
     });
   });
 
-/**
- * The process's logger: JSON lines through `stdoutDestination` (a slow reader costs lines, never the event loop), the
- * lines still held flushed at exit. LOG_FORMAT=pretty: pino-pretty, a dev dependency, loaded only then.
- */
+/** JSON lines through stdoutDestination (a slow reader costs lines, never the loop); LOG_FORMAT=pretty: pino-pretty. */
 export const createLogger = ({ logLevel, logFormat }: Pick<Config, 'logLevel' | 'logFormat'>): Pino => {
   if (logFormat === 'json') {
     const destination = stdoutDestination(process.stdout);

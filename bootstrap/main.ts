@@ -129,10 +129,7 @@ const main = async (): Promise<void> => {
   let backends: Backends | undefined;
   let admin: Server | undefined;
 
-  /**
-   * Stops accepting connections, lets in-flight requests finish, closes the backends, exits 0, all within
-   * SHUTDOWN_TIMEOUT_MS: what still runs then is cut or left to the process's exit. Start-up is ended the same way.
-   */
+  /** Drains the requests, closes the backends and exits 0 within SHUTDOWN_TIMEOUT_MS; what still runs then is cut. */
   const stop = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;

@@ -20,10 +20,7 @@ const JSON_NUMBER = /^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/
 const MAX_DIGITS = 19;
 const ZERO = 0x30;
 
-/**
- * A JSON number's source text (RFC 8259) as an exact integer: `7`, `7.0` and `70e-1` are 7, `7.5` is not an integer.
- * Never builds more digits than an int64 has, so a hostile exponent costs nothing.
- */
+/** A JSON number's source text as an exact integer (`7.0`, `70e-1` are 7); a hostile exponent costs nothing. */
 export const int64FromJsonNumber = (text: string): Int64Reading => {
   const m = JSON_NUMBER.exec(text);
   if (m === null) return notAnInteger;

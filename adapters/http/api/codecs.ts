@@ -89,10 +89,7 @@ const describe = (errors: t.Errors): FieldRuleBroken => {
 
 const NEW_PLANT_MEMBERS = Object.keys(NewPlantMembers.props);
 
-/**
- * Only the codec's own members go on, in a fresh object, so a `__proto__` member reaches nothing (io-ts copies objects
- * by assignment, which would make an own `__proto__` member a prototype).
- */
+/** Only the codec's own members go on, in a fresh object: io-ts would make an own `__proto__` member a prototype. */
 export const decodeNewPlant = (body: unknown): E.Either<FieldRuleBroken, Plant> => {
   // lossless-json yields plain objects for JSON objects; arrays, strings and LosslessNumbers are not.
   if (typeof body !== 'object' || body === null || Object.getPrototypeOf(body) !== Object.prototype) {

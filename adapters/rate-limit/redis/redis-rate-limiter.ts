@@ -4,10 +4,7 @@ import type { Redis } from 'ioredis';
 import { rateLimiterUnavailable } from '../../../application/errors.js';
 import { rateDecision, type RateLimiter, type RateLimitOptions } from '../../../application/ports/rate-limiter.js';
 
-/**
- * Count and expiry in one atomic step: the first request of a window starts it (PEXPIRE), every request increments
- * it, and the reply carries the count and the milliseconds left. A key left without expiry is given one again.
- */
+/** One atomic step: PEXPIRE on a window's first request or a key without expiry; replies the count and ms left. */
 const CONSUME = `
 local count = redis.call('INCR', KEYS[1])
 local ttl = redis.call('PTTL', KEYS[1])

@@ -116,10 +116,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
     return E.right({ subject: payload.sub, owner: validOwner.right, scopes: new Set(scopes) });
   };
 
-  /**
-   * What jose found wrong, in words for the log line. The client is told only that a token expired (RFC 6750's own
-   * example of an error_description): which other check failed would tell a forger what to change.
-   */
+  /** What jose found wrong, for the log line; the client learns only of expiry (RFC 6750): more would help a forger. */
   const rejectionOf = (e: jose.errors.JOSEError): TokenRejection => {
     if (e instanceof jose.errors.JWTExpired)
       return { reason: 'the token expired (exp)', description: 'The access token expired' };
@@ -128,10 +125,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
     return { reason: `${e.code}: ${e.message}` };
   };
 
-  /**
-   * The key source could not answer: a 503, never a 401 (jose fetches the key set before it judges a signature). A
-   * `kid` still unknown after a successful fetch (JWKSNoMatchingKey) is the token's fault: 401.
-   */
+  /** The key source did not answer: 503, never 401 (a `kid` unknown after a good fetch is the token's fault). */
   const unavailable = (e: unknown): boolean => {
     const outage =
       e instanceof KeySourceUnavailable ||

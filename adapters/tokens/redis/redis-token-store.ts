@@ -129,10 +129,7 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
         })
       : undefined;
 
-  /**
-   * Caches a lookup whose PTTL answer was `pttl` (-1 no expiry, -2 no key, 0 expiring now, n ms left): the entry ends
-   * no later than the token, counted from `sentAt` so the round trip cannot stretch it.
-   */
+  /** Caches a lookup no longer than its TTL (`pttl`: -1 none, -2 no key, 0 now, n ms), counted from `sentAt`. */
   const remember = (key: string, principal: Principal, pttl: number, expires: number | undefined, sentAt: number) => {
     const ttl = pttl === -1 ? options.cacheTtlMs : pttl > 0 ? Math.min(options.cacheTtlMs, pttl) : 0;
     const until = Math.min(sentAt + ttl, expires ?? Infinity);

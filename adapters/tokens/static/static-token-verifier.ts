@@ -13,10 +13,7 @@ export interface StaticToken {
 
 export const sha256 = (secret: string): Buffer => hash('sha256', secret, 'buffer');
 
-/**
- * A fixed token set (AUTH=static), held only as SHA-256: a token is hashed, looked up by its hash and compared in
- * constant time. The hash is a 32-character latin1 string, the cheapest key `crypto.hash` gives.
- */
+/** A fixed token set (AUTH=static) keyed by SHA-256 (latin1, the cheapest key), compared in constant time. */
 export const staticTokenVerifier = (tokens: readonly StaticToken[]): TokenVerifier => {
   const byHash = new Map<string, StaticToken>();
   for (const token of tokens) byHash.set(token.sha256.toString('latin1'), token);

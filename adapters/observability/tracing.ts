@@ -101,10 +101,7 @@ const countedBatches = (
   };
 };
 
-/**
- * Starts the SDK: the resource is the SDK's, the service's name and version, then the detectors' (host, instance id,
- * OTEL_RESOURCE_ATTRIBUTES). A failing export is logged when exports start failing and when they recover.
- */
+/** Starts the SDK (resource: the SDK's, the service's, the detectors'); export failures are logged like an outage. */
 export const startTracing = (options: TracingOptions) => {
   const dropped: DroppedSpans = { queueFull: 0, exportFailed: 0 };
   let failing = false;
@@ -152,10 +149,7 @@ interface UndiciRequest {
   readonly path: string;
 }
 
-/**
- * A client span for each `fetch` under a request's span (the JWKS fetch), from the diagnostics channels Node's `fetch`
- * publishes to; it ends with the response's headers, and its URL has no query and no user information.
- */
+/** A client span for each `fetch` under a request's span (the JWKS fetch); its URL has no query, no credentials. */
 export const traceFetches = (tracer: api.Tracer): void => {
   const spans = new WeakMap<UndiciRequest, api.Span>();
   subscribe('undici:request:create', (message) => {

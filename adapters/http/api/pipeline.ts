@@ -7,10 +7,7 @@ import type { Caller, Exchange, Responder } from './respond.js';
 const SCHEME = 'bearer';
 const SPACE = 0x20;
 
-/**
- * The token of `Authorization: Bearer <token>` (scheme case-insensitive, then 1*SP, RFC 6750), or `undefined`. Linear
- * in the header's length; the token is checked only when at most TOKEN_MAX characters.
- */
+/** The token of `Authorization: Bearer <token>` (RFC 6750), or `undefined`; linear, checked only up to TOKEN_MAX. */
 export const bearerToken = (header: string | undefined): string | undefined => {
   if (header === undefined || header.length <= SCHEME.length + 1) return undefined;
   if (header.slice(0, SCHEME.length).toLowerCase() !== SCHEME || header.charCodeAt(SCHEME.length) !== SPACE) {

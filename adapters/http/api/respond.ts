@@ -63,10 +63,7 @@ export interface Responder {
     headers?: Readonly<Record<string, string>>,
   ) => void;
   readonly fail: (req: Exchange, res: ServerResponse, caller: Caller | undefined, failure: Failure) => void;
-  /**
-   * The connection closed before the response could be sent (the client gave up, or the shutdown cut it): still one
-   * log line and observation, with nginx's 499. Nothing when the server answered below the app after all (a 408).
-   */
+  /** Closed before its answer (client gone, shutdown cut): logged and observed as 499, unless answered below app. */
   readonly closed: (req: Exchange, res: ServerResponse, caller: Caller | undefined, answer?: number) => void;
 }
 

@@ -27,10 +27,7 @@ import { newToken } from './new-token.js';
  */
 export const KEY_PREFIX = 'plantstore:token:';
 export const keyOf = (token: string): string => KEY_PREFIX + hash('sha256', token, 'hex');
-/**
- * Each owner's token keys, so listing or revoking costs in proportion to that owner's tokens, never a keyspace walk;
- * expired members go at the owner's next list or revoke. Outside KEY_PREFIX: its changes invalidate nothing.
- */
+/** Each owner's token keys, so a list or revoke costs that owner's tokens, never a keyspace walk (not invalidated). */
 export const ownerIndexOf = (owner: string): string => `plantstore:owner-tokens:${owner}`;
 
 /** Bound on cached tokens; the oldest go first. */

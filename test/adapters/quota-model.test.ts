@@ -25,7 +25,7 @@ const property = (options: ModelOptions) =>
   });
 
 const replay = (seed: number, path: string | null | undefined) =>
-  `QUOTA_MODEL_SEED=${seed}${path ? ` QUOTA_MODEL_PATH=${path}` : ''} node dist/test/support/run-tests.js quota-model`;
+  `QUOTA_MODEL_SEED=${seed}${path ? ` QUOTA_MODEL_PATH=${path}` : ''} node dist/test/support/run-tests.js 'quota-model\\.test\\.js$'`;
 
 test('the bound holds in every schedule of three processes with faults, restarts and bound changes', async () => {
   const started = performance.now();

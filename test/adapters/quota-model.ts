@@ -305,9 +305,19 @@ export const runScenario = async (
       }),
     top: () =>
       send('top', () =>
-        owned().reduce<number | undefined>((top, d) => (top === undefined || d.slot > top ? d.slot : top), undefined),
+        owned().reduce<{ ref: Doc; slot: number } | undefined>(
+          (top, d) => (top === undefined || d.slot > top.slot ? { ref: d, slot: d.slot } : top),
+          undefined,
+        ),
       ),
-    slots: () => send('slots', () => owned().map((d) => d.slot)),
+    slots: (_, after, limit) =>
+      send('slots', () =>
+        owned()
+          .map((d) => d.slot)
+          .filter((slot) => slot > after)
+          .sort((a, b) => a - b)
+          .slice(0, limit),
+      ),
     outside: (_, from) =>
       send(`outside ${from}`, () => owned().flatMap((d) => (d.slot >= from ? [{ ref: d, slot: d.slot }] : []))),
     count: () => send('count', () => docs.size),

@@ -11,6 +11,10 @@
  * loads the adapter from another build's dist/ (say, the tree before a change) to compare. Each round opens a new
  * adapter instance, as a process just started, and makes each owner's first create before the clock runs (one load
  * of its slots; its time is printed apart). Prints medians.
+ *
+ * `--one-owner`: one owner (quota 2,000 unless `--quota`), 1, 16 and then 32 creates at once through one adapter
+ * instance until the owner is 75% full, beside the bare driver's insertOne with as many at once; counts the creates
+ * answered 503 (the bench of an integrator importing plants in parallel).
  */
 import { randomInt } from 'node:crypto';
 import { ObjectId } from 'mongodb';
@@ -22,7 +26,8 @@ import { adapterOptions, arg, benchStore, loadAdapter, seedOwner } from './stora
 const seconds = Number(arg('--seconds') ?? 5);
 const rounds = Number(arg('--rounds') ?? 3);
 const CLIENTS = Number(arg('--clients') ?? 16);
-const QUOTA = Number(arg('--quota') ?? 10_000);
+const ONE_OWNER = process.argv.includes('--one-owner');
+const QUOTA = Number(arg('--quota') ?? (ONE_OWNER ? 2000 : 10_000));
 const OWNERS = arg('--owners');
 for (const [name, value] of [
   ['--seconds', seconds],
@@ -110,6 +115,59 @@ const median = (xs: number[]) => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
+
+/** One owner filled to 75% by `clients` creates at once: creates stored per second, and how many answered 503. */
+const oneOwner = async (clients: number, round: number) => {
+  const owner = `bench-one-${clients}-${round}` as Owner;
+  const store = adapter.mongodbPlantRepository(adapterOptions(server.uri, db, pino({ level: 'silent' })));
+  const driverOwner = `bench-one-driver-${clients}-${round}`;
+  const target = Math.floor((QUOTA * 3) / 4);
+  const loop = async (create: (id: bigint) => Promise<'ok' | '503' | 'other'>) => {
+    let next = 0;
+    const tally = { ok: 0, unavailable: 0, other: 0 };
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        for (let n = next++; n < target; n = next++) {
+          const r = await create(BigInt(1_000_000 + n));
+          if (r === 'ok') tally.ok++;
+          else if (r === '503') tally.unavailable++;
+          else tally.other++;
+        }
+      }),
+    );
+    return { rate: tally.ok / ((performance.now() - started) / 1000), ...tally };
+  };
+  try {
+    const d = await loop((id) => bare([driverOwner])(0, id).then((ok) => (ok ? ('ok' as const) : ('503' as const))));
+    const a = await loop(async (id) => {
+      const outcome = await store.repository.insert(
+        owner,
+        { id: id as PlantId, name: `plant ${id}` as PlantName },
+        QUOTA,
+      )();
+      return outcome._tag === 'Left' ? '503' : outcome.right._tag === 'Inserted' ? 'ok' : 'other';
+    });
+    console.log(
+      `  ${clients} at once, round ${round}: bare insertOne ${d.rate.toFixed(0)}/s, adapter ${a.rate.toFixed(0)}/s (${a.ok} stored, ${a.unavailable} answered 503, ${a.other} other), adapter/driver ${(a.rate / d.rate).toFixed(2)}`,
+    );
+  } finally {
+    await store.close();
+  }
+};
+
+if (ONE_OWNER) {
+  try {
+    console.log(`one owner, quota ${QUOTA}, filled to 75%, FerretDB ${handler}; adapter from ${dist}`);
+    await drive(bare(['bench-warm']), 1).catch(() => undefined); // the pool's connections
+    for (const clients of [1, 16, 32]) for (let round = 1; round <= rounds; round++) await oneOwner(clients, round);
+  } finally {
+    await client.db(db).dropDatabase();
+    await client.close();
+    await server.dispose();
+  }
+  process.exit(0);
+}
 
 try {
   console.log(

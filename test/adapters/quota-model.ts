@@ -246,6 +246,8 @@ interface Op {
   readonly deadline: number;
   /** Commands sent. */
   commands: number;
+  /** Which start of its process it belongs to. */
+  readonly life: number;
   /** Whether the clock passed its deadline (time passing, not a fault). */
   cut?: boolean;
   /** For a create: the plant it stores. */
@@ -416,8 +418,9 @@ export const runScenario = async (
     return arrived
       .then(() => s.schedule(Promise.resolve(), `${tag} ← ${label}`))
       .then(() => {
-        if (slow) pass(SLOW_MS * slowReads--);
-        if (!op.proc.ops.has(op)) return new Promise<T>(() => {}); // crashed: no reply
+        // A read slower than the driver's own deadline (the request's) would be cut by the driver: not modelled.
+        if (slow) pass(Math.min(SLOW_MS * slowReads--, DEADLINE_MS - 1));
+        if (!op.proc.alive || op.proc.starts !== op.life) return new Promise<T>(() => {}); // stopped: no reply
         if (outcome === undefined || what === 'lost') throw new Unavailable(label);
         if ('error' in outcome) throw outcome.error;
         return outcome.value;
@@ -447,9 +450,19 @@ export const runScenario = async (
       }),
     top: (o) =>
       send(proc, 'top', () =>
-        owned(o).reduce<number | undefined>((top, d) => (top === undefined || d.slot > top ? d.slot : top), undefined),
+        owned(o).reduce<{ ref: Doc; slot: number } | undefined>(
+          (top, d) => (top === undefined || d.slot > top.slot ? { ref: d, slot: d.slot } : top),
+          undefined,
+        ),
       ),
-    slots: (o) => send(proc, 'slots', () => owned(o).map((d) => d.slot)),
+    slots: (o, after, limit) =>
+      send(proc, 'slots', () =>
+        owned(o)
+          .map((d) => d.slot)
+          .filter((slot) => slot > after)
+          .sort((a, b) => a - b)
+          .slice(0, limit),
+      ),
     outside: (o, from) =>
       send(proc, `outside ${from}`, () => owned(o).flatMap((d) => (d.slot >= from ? [{ ref: d, slot: d.slot }] : []))),
     count: (o) => send(proc, 'count', () => owned(o).length),
@@ -530,6 +543,7 @@ export const runScenario = async (
       ended: false,
       deadline: Infinity,
       commands: 0,
+      life: p.starts,
       refusable: false,
     };
     p.ops.add(p.background);
@@ -652,6 +666,7 @@ export const runScenario = async (
       ended: false,
       deadline: clock + DEADLINE_MS,
       commands: 0,
+      life: p.starts,
       refusable: false,
       ...(action.kind === 'create' ? { candidate: { id: action.id, name: action.name } } : {}),
     };
@@ -659,7 +674,11 @@ export const runScenario = async (
     check();
     const checkFor = () => {
       if (op.ended || !p.ops.has(op)) throw new Unavailable('deadline');
+      // The command it guards is sent in the same turn; a command sent later without a check is a shared look's.
       p.current = op;
+      queueMicrotask(() => {
+        if (p.current === op) p.current = undefined;
+      });
     };
     const q = p.quota;
     try {

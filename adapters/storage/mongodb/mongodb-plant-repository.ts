@@ -144,14 +144,14 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       return doc === null ? undefined : { plant: decodeStored(doc), ref: doc._id, slot: Number(doc.slot) };
     },
     top: async (owner) => {
-      const top = await collection.findOne({ owner }, { sort: { slot: -1 }, projection: SLOT_ONLY, maxTimeMS });
-      return top === null ? undefined : Number(top.slot);
+      const top = await collection.findOne({ owner }, { sort: { slot: -1 }, projection: { slot: 1 }, maxTimeMS });
+      return top === null ? undefined : { ref: top._id, slot: Number(top.slot) };
     },
-    slots: async (owner) => {
-      // Sorted by slot, so that MongoDB walks the (owner, slot) index and reads the slots from it alone.
+    slots: async (owner, after, limit) => {
+      // Sorted by slot, so that MongoDB walks the (owner, slot) index and reads the slots from it alone; one reply.
       const docs = await collection
-        .find({ owner }, { projection: SLOT_ONLY, sort: { slot: 1 }, maxTimeMS })
-        .batchSize(100_000)
+        .find({ owner, slot: { $gt: after } }, { projection: SLOT_ONLY, sort: { slot: 1 }, limit, maxTimeMS })
+        .batchSize(limit)
         .toArray();
       return docs.map((d) => Number(d.slot));
     },

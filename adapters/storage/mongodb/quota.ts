@@ -24,21 +24,27 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  * contract's 60 s; mongodb-plant-repository.ts chooses the expiry so).
  *
  * What this process remembers of an owner (`Held`) is a hint the index corrects: a slot believed free but taken costs
- * a retry; one believed taken but free at worst makes the owner look full, and RULE 3 then reads the truth.
+ * a retry; one believed taken but free at worst makes the owner look full, and RULE 3 then reads the truth. An owner is
+ * kept packed from slot 0 (creates take the lowest slot believed free, a delete moves the highest plant into the slot
+ * it freed), so that its highest slot, one index seek, tells where room is without reading its slots.
+ *
+ * Progress: creates of an owner in flight in this process never choose the same slot (each reserves its slot until
+ * its insert answers); a `slot-taken` answer is the index's truth, marked, and the next slot believed free is tried, so
+ * between reloads a create takes at most `max` slots and the reloads are bounded (MAX_ROUNDS).
  */
 
 /**
  * The commands the bound needs, each one round trip served on MongoDB by `_id` or a unique index with `owner` first:
  * insertOne (`slot-taken` when the store says the slot index refused it, `taken` when it does not say which); findOne by owner
- * and id (`find`: the plant, what names its document, and its slot); the owner's highest slot (`top`), every
- * slot (`slots`), its plants at or above a slot (`outside`), its count; updateOne by `_id` and slot (`move`: false when
+ * and id (`find`: the plant, what names its document, and its slot); the owner's plant at its highest slot (`top`),
+ * its slots above `after` in order, at most `limit` (`slots`), its plants at or above a slot (`outside`), its count; updateOne by `_id` and slot (`move`: false when
  * the target slot is taken); deleteOne by `_id` (false: gone already). `check` is called before each (see `Check`).
  */
 export interface QuotaStore<Ref> {
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<'inserted' | 'slot-taken' | 'taken'>;
   readonly find: (owner: string, id: PlantId) => Promise<(Slotted<Ref> & { readonly plant: Plant }) | undefined>;
-  readonly top: (owner: string) => Promise<number | undefined>;
-  readonly slots: (owner: string) => Promise<number[]>;
+  readonly top: (owner: string) => Promise<Slotted<Ref> | undefined>;
+  readonly slots: (owner: string, after: number, limit: number) => Promise<number[]>;
   readonly outside: (owner: string, from: number) => Promise<Array<Slotted<Ref>>>;
   readonly count: (owner: string) => Promise<number>;
   readonly move: (ref: Ref, from: number, to: number) => Promise<boolean>;
@@ -59,7 +65,12 @@ export interface QuotaOptions {
   readonly random: (n: number) => number;
 }
 
-/** Throws when the request's deadline has passed, and is called before every command: none is sent after it. */
+/**
+ * Throws when the request's deadline has passed, and is called before every command: none is sent after it. A look
+ * (a glance or a load) is shared by the owner's requests and goes on after they answered, so that what it reads is
+ * kept however slow the store: its commands are checked against `forget` alone, each bounded by the store's own
+ * deadline (the driver's), and it only reads (the 60 s arithmetic counts writes; a look is trusted from when it was sent).
+ */
 export type Check = () => void;
 
 /** What this process knew was forgotten during the request (see `forget`): it ends (503), keeping nothing it read. */
@@ -68,8 +79,10 @@ export class QuotaForgotten extends Error {}
 /** The first outside slot of a plant created without a bound: far above any bound (at most 10^7, see config). */
 export const OUTSIDE_FROM = 2 ** 48;
 
-/** Rounds of "look, choose a slot, insert" before a create gives up as contended (the caller answers 503). */
+/** Reloads (a glance, a load, a refusal finding room) before a create gives up as contended (the caller answers 503). */
 const MAX_ROUNDS = 16;
+/** Slots a load reads per command. */
+const PAGE = 20_000;
 
 /** What this process knows of one owner under one bound. */
 class Held {
@@ -80,6 +93,8 @@ class Held {
   outside = 0;
   /** When the last look that found no outside plant was sent (RULE 1); -Infinity: none since the last load. */
   cleanAt = Number.NEGATIVE_INFINITY;
+  /** No create has taken a slot here since the look that made it: what it says full, the store said full. */
+  fresh = true;
 
   /** `counted`: `used` is the owner's count (a load), not only its slots up to the highest, all taken as taken. */
   constructor(
@@ -107,12 +122,12 @@ class Held {
    * The lowest slot believed free (so that an owner stays packed from slot 0, and a glance at its highest slot finds
    * room above), skipping a byte whose slots are all taken; undefined when every inside slot is believed taken.
    */
-  nextFree(from = 0): number | undefined {
+  nextFree(from = 0, reserved?: ReadonlyMap<number, unknown>): number | undefined {
     if (this.used >= this.max) return undefined;
     for (let i = 0; i < this.max; i++) {
       const slot = (from + i) % this.max;
       if (this.taken[slot >> 3] === 0xff) i += 7 - (slot & 7);
-      else if (!this.has(slot)) return slot;
+      else if (!this.has(slot) && !reserved?.has(slot)) return slot;
     }
     return undefined;
   }
@@ -143,8 +158,10 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   const { now, lookTtlMs, random } = options;
   /** The owners held, least recently used first (a Map keeps insertion order). */
   const held = new Map<string, Held>();
-  /** The look under way for an owner, if any (see `current`). */
-  const looking = new Map<string, Promise<Held>>();
+  /** The look under way for an owner, if any, shared by its requests (see `Check`), and their checks. */
+  const looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
+  /** Per owner, the slots reserved by its creates in flight here, each with its insert's end. */
+  const reserved = new Map<string, Map<number, Promise<unknown>>>();
   /** How many times everything was forgotten: a request that began before the last time may not keep what it read. */
   let generation = 0;
   /** `check`, and whether what this process knows was forgotten since the request began. */
@@ -166,77 +183,102 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     }
   };
 
-  /** Reads every slot of the owner: a look (RULE 1) and the bitset at once. */
+  /** Reads every slot of the owner, a page at a time: a look (RULE 1) and the bitset at once. */
   const load = async (owner: string, max: number, check: Check): Promise<Held> => {
-    check();
     const sentAt = now();
-    const slots = await store.slots(owner);
-    check();
     const state = new Held(max, true);
-    for (const slot of slots) {
-      if (slot < max) state.mark(slot, true);
-      else state.outside++;
+    for (let after = -1, page: number[] = []; after === -1 || page.length === PAGE; after = page.at(-1) ?? after) {
+      check();
+      page = await store.slots(owner, after, PAGE);
+      for (const slot of page) {
+        if (slot < max) state.mark(slot, true);
+        else state.outside++;
+      }
+      if (page.length === 0) break;
     }
     if (state.outside === 0) state.cleanAt = sentAt;
-    keep(owner, state);
     return state;
   };
 
   /**
-   * An owner this process does not hold while its budget is full: one index seek for its highest slot (RULE 1's look)
-   * rather than a load, whose bytes grow with the owner's plants. Every slot up to the highest is taken as taken, so
-   * creates go above it, in order (an owner created so stays dense); a load follows only if the owner seems full, or
-   * holds outside plants.
+   * One index seek for the owner's highest slot (RULE 1's look): every slot up to it is taken as taken (the owner is
+   * kept packed), so creates go above it; a load follows only if the owner holds outside plants, or seems full while
+   * its count says otherwise.
    */
   const glance = async (owner: string, max: number, check: Check): Promise<Held> => {
     check();
     const sentAt = now();
-    const top = (await store.top(owner)) ?? -1;
-    check();
+    const top = (await store.top(owner))?.slot ?? -1;
     if (top >= max) return load(owner, max, check);
     const state = new Held(max, false);
     state.taken.fill(0xff, 0, (top + 1) >> 3);
     state.used = (top + 1) & ~7;
     for (let slot = (top + 1) & ~7; slot <= top; slot++) state.mark(slot, true);
     state.cleanAt = sentAt;
-    keep(owner, state);
     return state;
+  };
+
+  /** A look at the owner shared by its requests, kept once done (see `Check`); `full`: a load, not a glance. */
+  const look = async (owner: string, max: number, check: Check, full = false): Promise<Held> => {
+    let shared = looking.get(owner);
+    if (shared === undefined) {
+      const began = generation;
+      const forgotten = () => {
+        if (generation !== began) throw new QuotaForgotten('the unique indexes changed under the look');
+      };
+      const waiters: Check[] = [check];
+      // A command goes while one request waiting for the look is within its deadline; its answer is kept regardless.
+      const own: Check = () => {
+        forgotten();
+        let last: unknown;
+        for (const waiter of waiters) {
+          try {
+            return waiter();
+          } catch (e) {
+            last = e;
+          }
+        }
+        throw last;
+      };
+      const done: Promise<Held> = (full ? load(owner, max, own) : glance(owner, max, own)).then(
+        (state) => {
+          if (looking.get(owner)?.done === done) looking.delete(owner);
+          forgotten();
+          keep(owner, state);
+          return state;
+        },
+        (e: unknown) => {
+          if (looking.get(owner)?.done === done) looking.delete(owner);
+          throw e;
+        },
+      );
+      looking.set(owner, (shared = { done, waiters }));
+    } else shared.waiters.push(check);
+    const state = await shared.done;
+    check();
+    return state.max === max ? state : look(owner, max, check, full);
   };
 
   /** The owner's state with a clean look younger than lookTtlMs, or with its outside plants as last loaded. */
   const current = async (owner: string, max: number, check: Check): Promise<Held> => {
     const state = held.get(owner);
-    if (state === undefined || state.max !== max) {
-      // Concurrent creates of an owner not held share one look (and its slots), rather than racing for one slot.
-      const underway = looking.get(owner);
-      if (underway !== undefined) {
-        const shared = await underway.catch(() => undefined);
-        check();
-        if (shared !== undefined && shared.max === max) return shared;
-      }
-      const look = held.size < options.maxHeld(max) ? load(owner, max, check) : glance(owner, max, check);
-      looking.set(owner, look);
-      try {
-        return await look;
-      } finally {
-        if (looking.get(owner) === look) looking.delete(owner);
-      }
-    }
+    if (state === undefined || state.max !== max) return look(owner, max, check);
     keep(owner, state);
     if (state.outside > 0 || now() - state.cleanAt < lookTtlMs) return state;
     // RULE 1 again, at the cost of one index seek: the highest slot tells whether any is outside.
     check();
     const sentAt = now();
-    const top = await store.top(owner);
+    const top = (await store.top(owner))?.slot;
     check();
-    if (top !== undefined && top >= max) return load(owner, max, check);
+    if (top !== undefined && top >= max) return look(owner, max, check);
     state.cleanAt = sentAt;
     return state;
   };
 
   /**
    * RULE 3, and a stored plant answers first whatever the count: read last, so that a plant stored meanwhile (say, by
-   * this create's own earlier attempt landing late) answers 200. Undefined: there is room after all.
+   * this create's own earlier attempt landing late) answers 200. The count is read again before a refusal, so that a
+   * delete of this very plant between the two reads is not taken for a full owner. Undefined: there is room after all.
    */
   const refusal = async (owner: string, plant: Plant, state: Held, check: Check) => {
     check();
@@ -244,7 +286,10 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     check();
     const stored = (await store.find(owner, plant.id))?.plant;
     if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported } as const;
-    return count >= state.max ? ({ _tag: 'OwnerFull', count } as const) : undefined;
+    if (count < state.max) return undefined;
+    check();
+    const again = await store.count(owner);
+    return again >= state.max ? ({ _tag: 'OwnerFull', count: again } as const) : undefined;
   };
 
   /** RULE 2: moves the owner's outside plants into slots believed free, each move arbitrated by the slot index. */
@@ -276,6 +321,32 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return undefined;
   };
 
+  /** Inserts at `slot`, reserved meanwhile; the slot is marked taken unless the id index alone refused it. */
+  const attempt = async (owner: string, plant: Plant, state: Held, slot: number, check: Check) => {
+    const mine = reserved.get(owner) ?? new Map<number, Promise<unknown>>();
+    reserved.set(owner, mine);
+    check();
+    const sent = store.insert(owner, plant, slot);
+    mine.set(
+      slot,
+      sent.catch(() => undefined),
+    );
+    try {
+      const answer = await sent;
+      const known = held.get(owner) ?? state;
+      known.mark(slot, true); // answered: taken, by this insert or another
+      known.fresh = false;
+      if (answer !== 'taken') return answer;
+      check();
+      const found = await store.find(owner, plant.id);
+      // Refused by the id index (an identical retry, or a 409): the slot stays free unless that plant holds it.
+      return found === undefined ? ('slot-taken' as const) : found.slot === slot ? found : { ...found, free: true };
+    } finally {
+      mine.delete(slot);
+      if (mine.size === 0) reserved.delete(owner);
+    }
+  };
+
   const bounded = async (
     owner: string,
     plant: Plant,
@@ -283,7 +354,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     check: Check,
   ): Promise<InsertOutcome | undefined> => {
     let state = await current(owner, max, check);
-    for (let round = 0, collisions = 0; round < MAX_ROUNDS; round++) {
+    for (let round = 0, collisions = 0; round < MAX_ROUNDS;) {
       if (state.outside > 0) {
         if (state.count >= max) {
           const refused = await refusal(owner, plant, state, check);
@@ -291,31 +362,42 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
         } else {
           await moveIn(owner, state, check);
         }
-        state = await load(owner, max, check);
+        held.delete(owner);
+        state = await look(owner, max, check, true);
+        round++;
         continue;
       }
+      const mine = reserved.get(owner);
       // After a collision, one further out at random (the window doubling): creates through several processes, each
       // from the lowest free slot, stop meeting.
-      const low = state.nextFree();
-      const slot = low === undefined || collisions === 0 ? low : state.nextFree(low + random(2 << collisions));
+      const low = state.nextFree(0, mine);
+      const slot = low === undefined || collisions === 0 ? low : state.nextFree(low + random(2 << collisions), mine);
       if (slot === undefined) {
-        const refused = await refusal(owner, plant, state, check);
-        if (refused !== undefined) return refused;
-        state = await load(owner, max, check);
+        if (mine !== undefined && state.nextFree() !== undefined) {
+          // Every slot believed free is reserved by a create in flight here: its answer tells whether room is left.
+          await Promise.race(mine.values());
+          check();
+          state = held.get(owner) ?? state;
+          continue;
+        } else if (state.fresh || state.counted || (state = await look(owner, max, check)).nextFree() === undefined) {
+          // Full by a load, or by a glance at its highest slot (a delete elsewhere leaves room above it): RULE 3.
+          const refused = await refusal(owner, plant, state, check);
+          if (refused !== undefined) return refused;
+          held.delete(owner);
+          state = await look(owner, max, check, true);
+        }
+        round++;
         continue;
       }
-      check();
-      const attempt = await store.insert(owner, plant, slot);
-      state.mark(slot, true);
-      if (attempt === 'inserted') return { _tag: 'Inserted', ...state.reported };
-      if (attempt === 'taken') {
-        check();
-        const stored = (await store.find(owner, plant.id))?.plant;
-        if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported };
+      const answer = await attempt(owner, plant, state, slot, check);
+      if (answer === 'inserted') return { _tag: 'Inserted', ...state.reported };
+      if (answer !== 'slot-taken') {
+        if ('free' in answer) (held.get(owner) ?? state).mark(slot, false);
+        return { _tag: 'Exists', stored: answer.plant, ...state.reported };
       }
-      // Another create took the slot: another one believed free, on the same look while it is young enough.
+      // Another create took the slot (marked taken): another one believed free, on the same look while it is young.
       collisions++;
-      if (now() - state.cleanAt >= lookTtlMs) state = await current(owner, max, check);
+      state = now() - state.cleanAt >= lookTtlMs ? await current(owner, max, check) : (held.get(owner) ?? state);
     }
     return undefined;
   };
@@ -330,12 +412,22 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       check();
       // false: another delete took it between the two steps; it is gone, as after a delete ordered after that one.
       if (!(await store.delete(found.ref))) return false;
-      held.get(owner)?.mark(found.slot, false);
+      const state = held.get(owner);
+      state?.mark(found.slot, false);
+      // Packed: the highest inside plant takes the freed slot (arbitrated by the index, as any move), so that a create
+      // in any process finds room above the highest slot. A race leaving a hole costs a later load, never the bound.
+      check();
+      const top = await store.top(owner);
+      if (top === undefined || top.slot <= found.slot || top.slot >= OUTSIDE_FROM) return true;
+      check();
+      if (await store.move(top.ref, top.slot, found.slot)) state?.mark(top.slot, false);
+      state?.mark(found.slot, true);
       return true;
     },
     forget: () => {
       generation++;
       held.clear();
+      looking.clear();
     },
   };
 };

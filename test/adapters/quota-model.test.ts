@@ -37,7 +37,9 @@ test('the bound holds in every schedule of three processes with faults, restarts
   if (details.failed) {
     const error =
       details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
-    assert.unreachable(`replay with: ${replay(details.seed, details.counterexamplePath)}\n${error}`);
+    assert.unreachable(
+      `found after ${details.numRuns} schedules in ${seconds.toFixed(1)} s; replay with: ${replay(details.seed, details.counterexamplePath)}\n${error}`,
+    );
   }
   assert.is(details.numRuns, SEED === undefined ? RUNS : 1);
   console.log(`  quota model: ${details.numRuns} schedules in ${seconds.toFixed(1)} s`);

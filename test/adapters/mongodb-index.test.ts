@@ -10,6 +10,7 @@ import {
   type MongodbPlantRepository,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { REPAIR_COMMAND } from '../../adapters/storage/mongodb/indexes.js';
+import { OUTSIDE_FROM } from '../../adapters/storage/mongodb/quota.js';
 import { repairStorage } from '../../adapters/storage/mongodb/repair.js';
 import type { PlantId } from '../../domain/plant.js';
 import { ferretDbBinary, sharedFerretDb } from '../../harness/servers.js';
@@ -106,10 +107,11 @@ test('plants sharing a slot, written while the slot index was missing: the rebui
     for (const id of [1n, 2n]) await right(u.store.repository.insert(owner, aPlant(id), 3));
     const plants = u.admin.db(u.db).collection(COLLECTION);
     await plants.dropIndex(SLOT_INDEX_NAME);
-    // What two processes that had not noticed yet could write: two plants in one slot (one no other plant holds).
+    // What two processes that had not noticed yet could write: two plants in one slot (one no other plant holds;
+    // outside, so that the delete below moves neither into the slot it frees).
     await plants.insertMany([
-      { _id: new ObjectId(), owner, id: 3n, name: 'plant 3', slot: 7 },
-      { _id: new ObjectId(), owner, id: 4n, name: 'plant 4', slot: 7 },
+      { _id: new ObjectId(), owner, id: 3n, name: 'plant 3', slot: OUTSIDE_FROM + 7 },
+      { _id: new ObjectId(), owner, id: 4n, name: 'plant 4', slot: OUTSIDE_FROM + 7 },
     ]);
     await eventually('the refused rebuild logged', async () =>
       u.lines.some((l) => l.level === 'error' && l.message.includes(REPAIR_COMMAND)),
@@ -135,6 +137,33 @@ test('plants sharing a slot, written while the slot index was missing: the rebui
     assert.equal(await right(u.store.repository.insert(owner, aPlant(6n), 3)), { _tag: 'OwnerFull', count: 3 });
     const refusals = u.lines.filter((l) => l.level === 'error' && l.message.includes(REPAIR_COMMAND));
     assert.is(refusals.length, 1, 'said once, not at every check');
+  } finally {
+    await u.done();
+  }
+});
+
+test('the repair moves no plant before every process can have noticed the missing slot index, even when its first scan found no shared slot (4 plants under a bound of 3, indexes back)', async (ctx) => {
+  const { uri } = subject(ctx);
+  const u = await under(uri);
+  const owner = freshOwner();
+  try {
+    for (const id of [1n, 2n]) await right(u.store.repository.insert(owner, aPlant(id), 3));
+    const plants = u.admin.db(u.db).collection(COLLECTION);
+    await plants.dropIndex(SLOT_INDEX_NAME);
+    const repaired = repair(uri, u.db);
+    // Written after the repair's first look, by processes that have not noticed: a slot shared, the owner at 3.
+    await plants.insertMany([
+      { _id: new ObjectId(), owner, id: 3n, name: 'plant 3', slot: 1 },
+      { _id: new ObjectId(), owner, id: 4n, name: 'plant 4', slot: 1 },
+    ]);
+    await plants.deleteOne({ owner, id: 2n });
+    await new Promise((resolve) => setTimeout(resolve, 2 * RECHECK_MS));
+    const slots = async () => (await plants.find({ owner }).toArray()).map((d) => Number(d['slot'])).sort();
+    assert.equal(await slots(), [0, 1, 1], 'nothing moved while a process may still trust a look');
+    assert.is((await repaired).outcome.movedOut, 1);
+    await eventually('ready again', async () => E.isRight(await u.store.repository.ping()));
+    assert.equal(await right(u.store.repository.insert(owner, aPlant(5n), 3)), { _tag: 'OwnerFull', count: 3 });
+    assert.is(await plants.countDocuments({ owner }), 3);
   } finally {
     await u.done();
   }

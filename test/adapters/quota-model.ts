@@ -155,10 +155,11 @@ const rolling: fc.Arbitrary<Scenario> = fc
     b: fc.constantFrom(2, 3),
     other: fc.constantFrom(0, 5),
     wait: fc.constantFrom(25_000, 31_000, 59_000, 61_000, 70_000),
+    remove: fc.boolean(),
     more: fc.array(action(), { maxLength: 3 }),
     faults,
   })
-  .map(({ b, other, wait, more, ...rest }) => ({
+  .map(({ b, other, wait, remove, more, ...rest }) => ({
     ...rest,
     bounds: [b, b, other],
     rounds: [
@@ -166,6 +167,8 @@ const rolling: fc.Arbitrary<Scenario> = fc
       [create(2, 2), create(2, 3), create(2, 4)],
       [{ kind: 'restart', proc: 2, bound: b }],
       [{ kind: 'advance', ms: wait }],
+      // A delete first, by a process whose look has expired: a delete is no look.
+      ...(remove ? [[{ kind: 'delete', proc: 0, owner: 0, id: 0 } as const]] : []),
       [create(0, 5), create(1, 6), create(0, 0)],
       ...(more.length > 0 ? [more] : []),
     ],

@@ -179,6 +179,7 @@ if (STORM !== undefined || REPLACE) {
     const open = () =>
       adapter.mongodbPlantRepository({
         ...adapterOptions(server.uri, db, pino({ level: 'silent' })),
+        ...(REPLACE ? { timeoutMs: 10_000 } : {}), // bytes and commands, not FerretDB's scans, are measured there
         monitorCommands: true,
       });
     if (REPLACE) {

@@ -17,15 +17,9 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  *   RULE 3. A refusal (OwnerFull) is decided on the owner's count read from the store during the request.
  *   RULE 4. A delete removes the document it found by `_id`, never by a filter a later create could match.
  *
- * Under one bound, nothing creates outside plants (creates and moves only ever write inside slots), so a look that
- * found none stays true, and RULE 1 keeps the owner at most `max`. While processes with another bound serve, they may
- * write outside plants after a look; RULE 1's expiry bounds how long that look is trusted: from `lookTtlMs` plus a
- * request's deadline after the last such process stopped, every look trusted was sent after its last write (the
- * contract's 60 s; mongodb-plant-repository.ts chooses the expiry so).
- *
- * What this process remembers of an owner (`Held`) is a hint the index corrects (docs/storage.md: packing, reserved
- * slots, progress): a slot believed free but taken is marked and the next tried; one believed taken but free at worst
- * makes the owner look full, and a glance, then RULE 3, read the truth.
+ * Under one bound only inside slots are written, so a clean look stays true; RULE 1's expiry bounds how long one is
+ * trusted while processes with another bound write outside (the contract's 60 s: docs/storage.md). What this process
+ * remembers of an owner (`Held`) is a hint the index corrects (docs/storage.md: packing, reserved slots, progress).
  */
 
 /**
@@ -76,8 +70,7 @@ const PAGE = 20_000; // slots a load reads per command
 /** Whether a request's check passes (the request is within its deadline). */
 const alive = (check: Check): boolean => {
   try {
-    check();
-    return true;
+    return (check(), true);
   } catch {
     return false;
   }
@@ -85,15 +78,13 @@ const alive = (check: Check): boolean => {
 
 /** What this process knows of one owner under one bound. */
 class Held {
-  /** The inside slots known taken, a bit each; `used` of them. */
-  readonly taken: Uint8Array;
+  readonly taken: Uint8Array; // the inside slots known taken, a bit each; `used` of them
   used = 0;
   /** Outside plants seen by the last load, less those deleted here since. */
   outside = 0;
   /** When the last look that found no outside plant was sent (RULE 1); -Infinity: none since the last load. */
   cleanAt = Number.NEGATIVE_INFINITY;
-  /** No create has taken a slot here since the look that made it: what it says full, the store said full. */
-  fresh = true;
+  fresh = true; // no create took a slot here since the look that made it: what it says full, the store said full
 
   /** `counted`: `used` is the owner's count (a load), not its slots up to the highest all taken as taken. */
   constructor(
@@ -135,10 +126,9 @@ class Held {
 }
 
 /**
- * `insert` stores the plant under `max` (Infinity: no bound) or answers why not; undefined when concurrent creates kept
- * taking the slots it chose (nothing stored: 503, and a retry is safe). `remove` deletes the document its look-up found
- * (RULE 4). `forget` forgets every owner and cuts the requests under way before their next command: a unique index is
- * missing, so plants may be written that it did not check, and the repair may move plants outside (repair.ts).
+ * `insert` stores the plant under `max` (Infinity: no bound) or answers why not; undefined: contended (503, nothing
+ * stored). `remove` deletes the document its look-up found (RULE 4). `forget` forgets every owner and cuts the requests
+ * under way: a unique index is missing, so plants may be written that it did not check, or moved outside (repair.ts).
  */
 export interface Quota {
   readonly insert: (owner: string, plant: Plant, max: number, check: Check) => Promise<InsertOutcome | undefined>;
@@ -148,14 +138,12 @@ export interface Quota {
 
 export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota => {
   const { now, lookTtlMs, random } = options;
-  /** The owners held, least recently used first (a Map keeps insertion order). */
-  const held = new Map<string, Held>();
+  const held = new Map<string, Held>(); // the owners held, least recently used first (a Map keeps insertion order)
   /** The look under way for an owner, if any, shared by its requests (see `Check`), and their checks. */
   const looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
   /** Per owner, the slots reserved by its creates in flight here, each with its insert's end. */
   const reserved = new Map<string, Map<number, Promise<unknown>>>();
-  /** How many times everything was forgotten: a request that began before the last time may not keep what it read. */
-  let generation = 0;
+  let generation = 0; // times everything was forgotten: a request that began before may not keep what it read
   /** `check`, and whether what this process knows was forgotten since the request began. */
   const guarded =
     (check: Check, began = generation): Check =>
@@ -233,9 +221,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   };
 
   /**
-   * RULE 3, and a stored plant answers first whatever the count: read last, so that a plant stored meanwhile (say, by
-   * this create's own earlier attempt landing late) answers 200. The count is read again before a refusal, so that a
-   * delete of this very plant between the two reads is not taken for a full owner. Undefined: there is room after all.
+   * RULE 3; a stored plant answers first, read after the count (a plant stored meanwhile, say by this create's earlier
+   * attempt landing late, answers 200), then the count again (a delete of that very plant between is not a full owner).
    */
   const refusal = async (owner: string, plant: Plant, state: Held, check: Check) => {
     check();
@@ -270,9 +257,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       check();
       const attempt = await store.insert(owner, plant, OUTSIDE_FROM + random(OUTSIDE_FROM));
       if (attempt === 'inserted') return { _tag: 'Inserted' };
-      if (attempt === 'slot-taken') continue;
       check();
-      const stored = (await store.find(owner, plant.id))?.plant;
+      const stored = attempt === 'taken' ? (await store.find(owner, plant.id))?.plant : undefined;
       if (stored !== undefined) return { _tag: 'Exists', stored };
     }
     return undefined;

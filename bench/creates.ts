@@ -15,9 +15,14 @@
  * `--one-owner`: one owner (quota 2,000 unless `--quota`), 1, 16 and then 32 creates at once through one adapter
  * instance until the owner is 75% full, beside the bare driver's insertOne with as many at once; counts the creates
  * answered 503 (the bench of an integrator importing plants in parallel).
+ *
+ * `--storm N`: N plants stored in owners of 5,000, then a new adapter instance (a process just restarted) and
+ * `--creators K` (default 6) of those owners each creating one plant at once, retrying every 250 ms on 503: the time
+ * until all are stored, and the 503s. `--replace`: an owner at its bound of 10,000 deleting a plant and creating one
+ * through three adapter instances in turn (each request to a random one): commands and bytes read per create.
  */
 import { randomInt } from 'node:crypto';
-import { ObjectId } from 'mongodb';
+import { BSON, ObjectId } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
@@ -155,6 +160,96 @@ const oneOwner = async (clients: number, round: number) => {
     await store.close();
   }
 };
+
+const STORM = arg('--storm');
+const REPLACE = process.argv.includes('--replace');
+/** Commands and reply bytes an adapter instance's client sends and reads. */
+const metered = (c: { on: (e: string, f: (ev: { reply?: unknown; commandName?: string }) => void) => void }) => {
+  const m = { commands: 0, bytes: 0 };
+  c.on('commandStarted', (e) => void (e.commandName === 'listIndexes' || m.commands++));
+  c.on('commandSucceeded', (e) => void (m.bytes += BSON.calculateObjectSize(e.reply as BSON.Document)));
+  return m;
+};
+if (STORM !== undefined || REPLACE) {
+  try {
+    const owners = REPLACE ? 1 : Math.ceil(Number(STORM) / 5000);
+    const per = REPLACE ? 10_000 : 5000;
+    for (let o = 0; o < owners; o++) await seed(`storm-${o}`, per);
+    console.log(`${owners * per} plants in ${owners} owners of ${per}, FerretDB ${handler}; adapter from ${dist}`);
+    const open = () =>
+      adapter.mongodbPlantRepository({
+        ...adapterOptions(server.uri, db, pino({ level: 'silent' })),
+        ...(REPLACE ? { timeoutMs: 10_000 } : {}), // bytes and commands, not FerretDB's scans, are measured there
+        monitorCommands: true,
+      });
+    if (REPLACE) {
+      const stores = [open(), open(), open()];
+      const meters = stores.map((st) => metered(st.client as never));
+      const pick = () => stores[randomInt(3)] as (typeof stores)[number];
+      const owner = 'storm-0' as Owner;
+      for (const st of stores) await st.repository.ping(); // connected, indexes checked
+      let createsMeasured = 0;
+      let createsBytes = 0;
+      let createsCommands = 0;
+      const sum = () =>
+        meters.reduce((a, m) => ({ commands: a.commands + m.commands, bytes: a.bytes + m.bytes }), {
+          commands: 0,
+          bytes: 0,
+        });
+      let victim = 0;
+      for (let i = 0; i < 200; i++) {
+        await pick().repository.remove(owner, BigInt(victim++) as PlantId)();
+        const st = pick();
+        const before = sum();
+        const t = await st.repository.insert(
+          owner,
+          { id: BigInt(100_000 + i) as PlantId, name: 'new' as PlantName },
+          10_000,
+        )();
+        const after = sum();
+        if (i >= 20) {
+          createsMeasured++;
+          createsBytes += after.bytes - before.bytes;
+          createsCommands += after.commands - before.commands;
+        }
+        if (t._tag === 'Left' || t.right._tag !== 'Inserted') console.log(`  create ${i}: ${JSON.stringify(t)}`);
+      }
+      console.log(
+        `  replacement at 10,000 through three processes: ${(createsCommands / createsMeasured).toFixed(2)} commands and ${Math.round(createsBytes / createsMeasured)} bytes read a create (${createsMeasured} creates after 20 to warm up)`,
+      );
+      for (const st of stores) await st.close();
+    } else {
+      const creators = Number(arg('--creators') ?? 6);
+      const st = open();
+      const t0 = performance.now();
+      let unavailable = 0;
+      const times = await Promise.all(
+        Array.from({ length: creators }, async (_, o) => {
+          for (;;) {
+            const r = await st.repository.insert(
+              `storm-${o}` as Owner,
+              { id: 999_999n as PlantId, name: 'n' as PlantName },
+              10_000,
+            )();
+            if (r._tag === 'Right') return performance.now() - t0;
+            unavailable++;
+            if (performance.now() - t0 > 120_000) return Number.POSITIVE_INFINITY;
+            await new Promise((f) => setTimeout(f, 250));
+          }
+        }),
+      );
+      console.log(
+        `  ${creators} owners creating at once after a restart: all stored after ${(Math.max(...times) / 1000).toFixed(1)} s, ${unavailable} answered 503`,
+      );
+      await st.close();
+    }
+  } finally {
+    await client.db(db).dropDatabase();
+    await client.close();
+    await server.dispose();
+  }
+  process.exit(0);
+}
 
 if (ONE_OWNER) {
   try {

@@ -17,28 +17,17 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  *   RULE 3. A refusal (OwnerFull) is decided on the owner's count read from the store during the request.
  *   RULE 4. A delete removes the document it found by `_id`, never by a filter a later create could match.
  *
- * Under one bound, nothing creates outside plants (creates and moves only ever write inside slots), so a look that
- * found none stays true, and RULE 1 keeps the owner at most `max`. While processes with another bound serve, they may
- * write outside plants after a look; RULE 1's expiry bounds how long that look is trusted: from `lookTtlMs` plus a
- * request's deadline after the last such process stopped, every look trusted was sent after its last write (the
- * contract's 60 s; mongodb-plant-repository.ts chooses the expiry so).
- *
- * What this process remembers of an owner (`Held`) is a hint the index corrects: a slot believed free but taken costs
- * a retry; one believed taken but free at worst makes the owner look full, and RULE 3 then reads the truth. An owner is
- * kept packed from slot 0 (creates take the lowest slot believed free, a delete moves the highest plant into the slot
- * it freed), so that its highest slot, one index seek, tells where room is without reading its slots.
- *
- * Progress: creates of an owner in flight in this process never choose the same slot (each reserves its slot until
- * its insert answers); a `slot-taken` answer is the index's truth, marked, and the next slot believed free is tried, so
- * between reloads a create takes at most `max` slots and the reloads are bounded (MAX_ROUNDS).
+ * Under one bound only inside slots are written, so a clean look stays true; RULE 1's expiry bounds how long one is
+ * trusted while processes with another bound write outside (the contract's 60 s: docs/storage.md). What this process
+ * remembers of an owner (`Held`) is a hint the index corrects (docs/storage.md: packing, reserved slots, progress).
  */
 
 /**
  * The commands the bound needs, each one round trip served on MongoDB by `_id` or a unique index with `owner` first:
- * insertOne (`slot-taken` when the store says the slot index refused it, `taken` when it does not say which); findOne by owner
- * and id (`find`: the plant, what names its document, and its slot); the owner's plant at its highest slot (`top`),
- * its slots above `after` in order, at most `limit` (`slots`), its plants at or above a slot (`outside`), its count; updateOne by `_id` and slot (`move`: false when
- * the target slot is taken); deleteOne by `_id` (false: gone already). `check` is called before each (see `Check`).
+ * insertOne (`slot-taken` when the store says the slot index refused it, `taken` when it does not say which);
+ * findOne by owner and id (`find`: the plant, its document and slot); the plant at the owner's highest slot (`top`),
+ * its slots above `after`, in order, at most `limit` (`slots`), its plants at or above a slot (`outside`), its count;
+ * updateOne by `_id` and slot (`move`: false when the target slot is taken); deleteOne by `_id` (false: gone already). `check` is called before each (see `Check`).
  */
 export interface QuotaStore<Ref> {
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<'inserted' | 'slot-taken' | 'taken'>;
@@ -65,12 +54,7 @@ export interface QuotaOptions {
   readonly random: (n: number) => number;
 }
 
-/**
- * Throws when the request's deadline has passed, and is called before every command: none is sent after it. A look
- * (a glance or a load) is shared by the owner's requests and goes on after they answered, so that what it reads is
- * kept however slow the store: its commands are checked against `forget` alone, each bounded by the store's own
- * deadline (the driver's), and it only reads (the 60 s arithmetic counts writes; a look is trusted from when it was sent).
- */
+/** Throws when the request's deadline has passed, and is called before every command: none is sent after it. */
 export type Check = () => void;
 
 /** What this process knew was forgotten during the request (see `forget`): it ends (503), keeping nothing it read. */
@@ -79,24 +63,30 @@ export class QuotaForgotten extends Error {}
 /** The first outside slot of a plant created without a bound: far above any bound (at most 10^7, see config). */
 export const OUTSIDE_FROM = 2 ** 48;
 
-/** Reloads (a glance, a load, a refusal finding room) before a create gives up as contended (the caller answers 503). */
+/** Looks before a create gives up as contended (503); between two, it tries at most `max` slots. */
 const MAX_ROUNDS = 16;
-/** Slots a load reads per command. */
-const PAGE = 20_000;
+const PAGE = 20_000; // slots a load reads per command
+
+/** Whether a request's check passes (the request is within its deadline). */
+const alive = (check: Check): boolean => {
+  try {
+    return (check(), true);
+  } catch {
+    return false;
+  }
+};
 
 /** What this process knows of one owner under one bound. */
 class Held {
-  /** The inside slots known taken, a bit each; `used` of them. */
-  readonly taken: Uint8Array;
+  readonly taken: Uint8Array; // the inside slots known taken, a bit each; `used` of them
   used = 0;
   /** Outside plants seen by the last load, less those deleted here since. */
   outside = 0;
   /** When the last look that found no outside plant was sent (RULE 1); -Infinity: none since the last load. */
   cleanAt = Number.NEGATIVE_INFINITY;
-  /** No create has taken a slot here since the look that made it: what it says full, the store said full. */
-  fresh = true;
+  fresh = true; // no create took a slot here since the look that made it: what it says full, the store said full
 
-  /** `counted`: `used` is the owner's count (a load), not only its slots up to the highest, all taken as taken. */
+  /** `counted`: `used` is the owner's count (a load), not its slots up to the highest all taken as taken. */
   constructor(
     readonly max: number,
     readonly counted: boolean,
@@ -118,10 +108,7 @@ class Held {
     }
   }
 
-  /**
-   * The lowest slot believed free (so that an owner stays packed from slot 0, and a glance at its highest slot finds
-   * room above), skipping a byte whose slots are all taken; undefined when every inside slot is believed taken.
-   */
+  /** The lowest slot from `from` believed free and not reserved, skipping full bytes; undefined: none. */
   nextFree(from = 0, reserved?: ReadonlyMap<number, unknown>): number | undefined {
     if (this.used >= this.max) return undefined;
     for (let i = 0; i < this.max; i++) {
@@ -132,21 +119,16 @@ class Held {
     return undefined;
   }
 
-  get count(): number {
-    return this.used + this.outside;
-  }
-
   /** The count for the port's answer, when this process has counted the owner. */
   get reported(): { readonly count?: number } {
-    return this.counted ? { count: this.count } : {};
+    return this.counted ? { count: this.used + this.outside } : {};
   }
 }
 
 /**
- * `insert` stores the plant under `max` (Infinity: no bound) or answers why not; undefined when concurrent creates kept
- * taking the slots it chose (nothing stored: 503, and a retry is safe). `remove` deletes the document its look-up found
- * (RULE 4). `forget` forgets every owner and cuts the requests under way before their next command: a unique index is
- * missing, so plants may be written that it did not check, and the repair may move plants outside (repair.ts).
+ * `insert` stores the plant under `max` (Infinity: no bound) or answers why not; undefined: contended (503, nothing
+ * stored). `remove` deletes the document its look-up found (RULE 4). `forget` forgets every owner and cuts the requests
+ * under way: a unique index is missing, so plants may be written that it did not check, or moved outside (repair.ts).
  */
 export interface Quota {
   readonly insert: (owner: string, plant: Plant, max: number, check: Check) => Promise<InsertOutcome | undefined>;
@@ -156,22 +138,19 @@ export interface Quota {
 
 export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota => {
   const { now, lookTtlMs, random } = options;
-  /** The owners held, least recently used first (a Map keeps insertion order). */
-  const held = new Map<string, Held>();
+  const held = new Map<string, Held>(); // the owners held, least recently used first (a Map keeps insertion order)
   /** The look under way for an owner, if any, shared by its requests (see `Check`), and their checks. */
   const looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
   /** Per owner, the slots reserved by its creates in flight here, each with its insert's end. */
   const reserved = new Map<string, Map<number, Promise<unknown>>>();
-  /** How many times everything was forgotten: a request that began before the last time may not keep what it read. */
-  let generation = 0;
+  let generation = 0; // times everything was forgotten: a request that began before may not keep what it read
   /** `check`, and whether what this process knows was forgotten since the request began. */
-  const guarded = (check: Check): Check => {
-    const began = generation;
-    return () => {
+  const guarded =
+    (check: Check, began = generation): Check =>
+    () => {
       check();
       if (generation !== began) throw new QuotaForgotten('the unique indexes changed under the request');
     };
-  };
 
   const keep = (owner: string, state: Held): void => {
     held.delete(owner);
@@ -187,24 +166,16 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   const load = async (owner: string, max: number, check: Check): Promise<Held> => {
     const sentAt = now();
     const state = new Held(max, true);
-    for (let after = -1, page: number[] = []; after === -1 || page.length === PAGE; after = page.at(-1) ?? after) {
+    for (let after = -1, page = [] as number[]; after === -1 || page.length === PAGE; after = page.at(-1) ?? max) {
       check();
       page = await store.slots(owner, after, PAGE);
-      for (const slot of page) {
-        if (slot < max) state.mark(slot, true);
-        else state.outside++;
-      }
-      if (page.length === 0) break;
+      for (const slot of page) slot < max ? state.mark(slot, true) : state.outside++;
     }
     if (state.outside === 0) state.cleanAt = sentAt;
     return state;
   };
 
-  /**
-   * One index seek for the owner's highest slot (RULE 1's look): every slot up to it is taken as taken (the owner is
-   * kept packed), so creates go above it; a load follows only if the owner holds outside plants, or seems full while
-   * its count says otherwise.
-   */
+  /** RULE 1's look at the owner's highest slot: every slot up to it taken as taken (packed); a load if outside. */
   const glance = async (owner: string, max: number, check: Check): Promise<Held> => {
     check();
     const sentAt = now();
@@ -218,40 +189,20 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return state;
   };
 
-  /** A look at the owner shared by its requests, kept once done (see `Check`); `full`: a load, not a glance. */
+  /**
+   * A look (a glance; `full`: a load) shared by the owner's requests: each command goes while one of them is within
+   * its deadline, and what it read is kept even after they all answered 503, so that a slow store still makes progress.
+   */
   const look = async (owner: string, max: number, check: Check, full = false): Promise<Held> => {
     let shared = looking.get(owner);
     if (shared === undefined) {
-      const began = generation;
-      const forgotten = () => {
-        if (generation !== began) throw new QuotaForgotten('the unique indexes changed under the look');
-      };
-      const waiters: Check[] = [check];
-      // A command goes while one request waiting for the look is within its deadline; its answer is kept regardless.
-      const own: Check = () => {
-        forgotten();
-        let last: unknown;
-        for (const waiter of waiters) {
-          try {
-            return waiter();
-          } catch (e) {
-            last = e;
-          }
-        }
-        throw last;
-      };
-      const done: Promise<Held> = (full ? load(owner, max, own) : glance(owner, max, own)).then(
-        (state) => {
-          if (looking.get(owner)?.done === done) looking.delete(owner);
-          forgotten();
-          keep(owner, state);
-          return state;
-        },
-        (e: unknown) => {
-          if (looking.get(owner)?.done === done) looking.delete(owner);
-          throw e;
-        },
-      );
+      const [waiters, began] = [[check], generation];
+      const own: Check = guarded(() => {
+        if (!waiters.some(alive)) check(); // every request waiting has ended: the first one's error
+      }, began);
+      const done: Promise<Held> = (full ? load(owner, max, own) : glance(owner, max, own))
+        .finally(() => looking.get(owner)?.done === done && looking.delete(owner))
+        .then((state) => (began === generation && keep(owner, state), state));
       looking.set(owner, (shared = { done, waiters }));
     } else shared.waiters.push(check);
     const state = await shared.done;
@@ -259,26 +210,19 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return state.max === max ? state : look(owner, max, check, full);
   };
 
-  /** The owner's state with a clean look younger than lookTtlMs, or with its outside plants as last loaded. */
+  /** The owner's state with a clean look younger than lookTtlMs (RULE 1), or with its outside plants as loaded. */
   const current = async (owner: string, max: number, check: Check): Promise<Held> => {
     const state = held.get(owner);
-    if (state === undefined || state.max !== max) return look(owner, max, check);
+    if (state === undefined || state.max !== max || (state.outside === 0 && now() - state.cleanAt >= lookTtlMs)) {
+      return look(owner, max, check);
+    }
     keep(owner, state);
-    if (state.outside > 0 || now() - state.cleanAt < lookTtlMs) return state;
-    // RULE 1 again, at the cost of one index seek: the highest slot tells whether any is outside.
-    check();
-    const sentAt = now();
-    const top = (await store.top(owner))?.slot;
-    check();
-    if (top !== undefined && top >= max) return look(owner, max, check);
-    state.cleanAt = sentAt;
     return state;
   };
 
   /**
-   * RULE 3, and a stored plant answers first whatever the count: read last, so that a plant stored meanwhile (say, by
-   * this create's own earlier attempt landing late) answers 200. The count is read again before a refusal, so that a
-   * delete of this very plant between the two reads is not taken for a full owner. Undefined: there is room after all.
+   * RULE 3; a stored plant answers first, read after the count (a plant stored meanwhile, say by this create's earlier
+   * attempt landing late, answers 200), then the count again (a delete of that very plant between is not a full owner).
    */
   const refusal = async (owner: string, plant: Plant, state: Held, check: Check) => {
     check();
@@ -313,9 +257,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       check();
       const attempt = await store.insert(owner, plant, OUTSIDE_FROM + random(OUTSIDE_FROM));
       if (attempt === 'inserted') return { _tag: 'Inserted' };
-      if (attempt === 'slot-taken') continue;
       check();
-      const stored = (await store.find(owner, plant.id))?.plant;
+      const stored = attempt === 'taken' ? (await store.find(owner, plant.id))?.plant : undefined;
       if (stored !== undefined) return { _tag: 'Exists', stored };
     }
     return undefined;
@@ -323,13 +266,15 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
 
   /** Inserts at `slot`, reserved meanwhile; the slot is marked taken unless the id index alone refused it. */
   const attempt = async (owner: string, plant: Plant, state: Held, slot: number, check: Check) => {
-    const mine = reserved.get(owner) ?? new Map<number, Promise<unknown>>();
-    reserved.set(owner, mine);
     check();
     const sent = store.insert(owner, plant, slot);
-    mine.set(
-      slot,
-      sent.catch(() => undefined),
+    const mine = reserved.get(owner) ?? new Map<number, Promise<unknown>>();
+    reserved.set(
+      owner,
+      mine.set(
+        slot,
+        sent.catch(() => undefined),
+      ),
     );
     try {
       const answer = await sent;
@@ -340,7 +285,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       check();
       const found = await store.find(owner, plant.id);
       // Refused by the id index (an identical retry, or a 409): the slot stays free unless that plant holds it.
-      return found === undefined ? ('slot-taken' as const) : found.slot === slot ? found : { ...found, free: true };
+      if (found !== undefined && found.slot !== slot) known.mark(slot, false);
+      return found ?? ('slot-taken' as const);
     } finally {
       mine.delete(slot);
       if (mine.size === 0) reserved.delete(owner);
@@ -355,48 +301,35 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   ): Promise<InsertOutcome | undefined> => {
     let state = await current(owner, max, check);
     for (let round = 0, collisions = 0; round < MAX_ROUNDS;) {
-      if (state.outside > 0) {
-        if (state.count >= max) {
+      const mine = reserved.get(owner);
+      const low = state.outside > 0 ? undefined : state.nextFree(0, mine);
+      if (low !== undefined) {
+        // After a collision, one further out at random (the window doubling): processes stop meeting.
+        const slot = collisions === 0 ? low : (state.nextFree(low + random(2 << collisions), mine) ?? low);
+        const answer = await attempt(owner, plant, state, slot, check);
+        if (answer === 'inserted') return { _tag: 'Inserted', ...state.reported };
+        if (answer !== 'slot-taken') return { _tag: 'Exists', stored: answer.plant, ...state.reported };
+        collisions++; // the index's truth, marked: another slot believed free, no round spent
+      } else if (state.outside === 0 && mine !== undefined && state.nextFree() !== undefined) {
+        await Promise.race(mine.values()); // every slot believed free is reserved here: their answers tell
+      } else if (
+        state.outside === 0 &&
+        !state.fresh &&
+        !state.counted &&
+        (state = await look(owner, max, check)).nextFree() !== undefined
+      ) {
+        round++; // believed full, but a glance found room above the highest slot (a delete elsewhere packed it)
+      } else {
+        if (state.outside > 0 && state.used + state.outside < max) await moveIn(owner, state, check);
+        else {
           const refused = await refusal(owner, plant, state, check);
           if (refused !== undefined) return refused;
-        } else {
-          await moveIn(owner, state, check);
         }
         held.delete(owner);
         state = await look(owner, max, check, true);
         round++;
-        continue;
       }
-      const mine = reserved.get(owner);
-      // After a collision, one further out at random (the window doubling): creates through several processes, each
-      // from the lowest free slot, stop meeting.
-      const low = state.nextFree(0, mine);
-      const slot = low === undefined || collisions === 0 ? low : state.nextFree(low + random(2 << collisions), mine);
-      if (slot === undefined) {
-        if (mine !== undefined && state.nextFree() !== undefined) {
-          // Every slot believed free is reserved by a create in flight here: its answer tells whether room is left.
-          await Promise.race(mine.values());
-          check();
-          state = held.get(owner) ?? state;
-          continue;
-        } else if (state.fresh || state.counted || (state = await look(owner, max, check)).nextFree() === undefined) {
-          // Full by a load, or by a glance at its highest slot (a delete elsewhere leaves room above it): RULE 3.
-          const refused = await refusal(owner, plant, state, check);
-          if (refused !== undefined) return refused;
-          held.delete(owner);
-          state = await look(owner, max, check, true);
-        }
-        round++;
-        continue;
-      }
-      const answer = await attempt(owner, plant, state, slot, check);
-      if (answer === 'inserted') return { _tag: 'Inserted', ...state.reported };
-      if (answer !== 'slot-taken') {
-        if ('free' in answer) (held.get(owner) ?? state).mark(slot, false);
-        return { _tag: 'Exists', stored: answer.plant, ...state.reported };
-      }
-      // Another create took the slot (marked taken): another one believed free, on the same look while it is young.
-      collisions++;
+      check();
       state = now() - state.cleanAt >= lookTtlMs ? await current(owner, max, check) : (held.get(owner) ?? state);
     }
     return undefined;

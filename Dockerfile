@@ -1,4 +1,4 @@
-# Plant Store: the HTTP service on Node.js 24.
+# Plant Store: the HTTP service on Node.js 24 or 26 LTS (`--build-arg BASE=node:26-slim`; CI builds on 24).
 #   docker build -t plant-store .
 #   docker run --init -p 3000:3000 plant-store            (--init: see docs/deployment.md)
 # Three stages: `deps` installs the production dependencies from the lockfile (what the runtime takes); `build` adds to

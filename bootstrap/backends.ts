@@ -6,14 +6,12 @@ import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { RateLimiter } from '../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../application/ports/token-verifier.js';
 import { Owner } from '../domain/plant.js';
-import { SCOPES } from '../domain/principal.js';
 import { memoryRateLimiter } from '../adapters/rate-limit/memory/memory-rate-limiter.js';
 import { redisRateLimiter } from '../adapters/rate-limit/redis/redis-rate-limiter.js';
 import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
 import type { MongodbPlantRepository } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
-import { newToken } from '../adapters/tokens/redis/new-token.js';
 import { jwtTokenVerifier } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { sha256, staticTokenVerifier, type StaticToken } from '../adapters/tokens/static/static-token-verifier.js';
@@ -24,8 +22,6 @@ export interface Backends {
   readonly plants: PlantRepository;
   readonly tokens: TokenVerifier;
   readonly limiter?: RateLimiter;
-  /** A token made for this run when none was configured; printed once by main. */
-  readonly generatedToken?: string;
   readonly close: () => Promise<void>;
 }
 
@@ -38,16 +34,17 @@ const toStaticToken = (entry: StaticTokenEntry): StaticToken => {
   };
 };
 
-const staticTokens = (configured: readonly StaticTokenEntry[] | undefined) => {
-  if (configured !== undefined && configured.length > 0) {
-    return { tokens: staticTokenVerifier(configured.map(toStaticToken)) };
+/**
+ * The service never makes a token itself (one printed would land in the log stream): with none configured it does not
+ * start. `npm start` makes one for a first run outside the service (scripts/launch.mjs).
+ */
+const staticTokens = (configured: readonly StaticTokenEntry[] | undefined): TokenVerifier => {
+  if (configured === undefined || configured.length === 0) {
+    throw new ConfigError(
+      'AUTH_TOKENS: no token is configured; configure tokens one of three ways: AUTH_TOKENS (or AUTH_TOKENS_FILE) with a static set, AUTH=redis with REDIS_URL (tokens from npm run token), or AUTH=jwt with JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL; for example AUTH_TOKENS=\'[{"sha256":"<64 hex digits>","owner":"acme","subject":"ci","scopes":["plants:read","plants:write"]}]\'',
+    );
   }
-  const token = newToken();
-  const local: StaticToken = {
-    sha256: sha256(token),
-    principal: { subject: 'local', owner: 'local' as Owner, scopes: new Set(SCOPES) },
-  };
-  return { tokens: staticTokenVerifier([local]), generatedToken: token };
+  return staticTokenVerifier(configured.map(toStaticToken));
 };
 
 /** The in-memory store's total bound: MEMORY_MAX_PLANTS, or what this process's heap limit holds at worst. */
@@ -108,13 +105,23 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
         }
         closers.push(store.close);
         store.client.on('serverHeartbeatFailed', (event) => hooks.driverError?.('storage', event.failure.message));
+        // The driver's own reading of `hello`: no setName and not a mongos. Said once: it stays true for the run.
+        let standalone = false;
+        store.client.on('serverDescriptionChanged', ({ newDescription }) => {
+          if (standalone || newDescription.type !== 'Standalone') return;
+          standalone = true;
+          logger.warn(
+            { backend: 'storage' },
+            'MongoDB is a standalone server, not a replica set: w: majority is this one server, no failover, and a lost disk loses acknowledged plants (docs/deployment.md)',
+          );
+        });
         return store.repository;
       }
     }
   })();
 
   const auth = config.auth;
-  const { tokens, generatedToken } = await (async (): Promise<{ tokens: TokenVerifier; generatedToken?: string }> => {
+  const tokens = await (async (): Promise<TokenVerifier> => {
     switch (auth.kind) {
       case 'static':
         return staticTokens(auth.tokens);
@@ -124,16 +131,14 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
           logger,
         });
         closers.push(store.close);
-        return { tokens: store.verifier };
+        return store.verifier;
       }
       case 'jwt':
         try {
-          return {
-            tokens: await jwtTokenVerifier({
-              ...auth,
-              keySourceFailed: (reason) => hooks.driverError?.('token store', reason),
-            }),
-          };
+          return await jwtTokenVerifier({
+            ...auth,
+            keySourceFailed: (reason) => hooks.driverError?.('token store', reason),
+          });
         } catch {
           throw new ConfigError(
             'JWT_PUBLIC_KEY: is not a usable public key for JWT_ALGORITHM; for example a PEM SPKI key',
@@ -157,7 +162,6 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
     plants,
     tokens,
     ...(limiter === undefined ? {} : { limiter }),
-    ...(generatedToken === undefined ? {} : { generatedToken }),
     close: async () => {
       await Promise.allSettled(closers.map((close) => close()));
     },

@@ -5,7 +5,7 @@ import { onStopSignal } from './signals.js';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { corsPolicy } from '../adapters/http/server/cors.js';
-import { closeAfterResponses, defaultServerLimits, requestsInFlight } from '../adapters/http/server/server.js';
+import { defaultServerLimits, drain, requestsInFlight } from '../adapters/http/server/server.js';
 import { metricsServer } from '../adapters/http/server/metrics.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
 import {
@@ -25,6 +25,8 @@ import { serviceVersion } from './version.js';
 const LOG_DRAIN_MS = 1000;
 /** How long a shutdown that cut requests waits for their connections to close (a turn or two in practice). */
 const CUT_SETTLE_MS = 200;
+/** How long the stop waits for the last spans' export: a collector that answers takes milliseconds. */
+const TRACE_FLUSH_MS = 1000;
 
 /** Resolves with the promise's value, or with undefined once `ms` have passed. */
 const within = <T>(promise: Promise<T>, ms: number): Promise<T | undefined> =>
@@ -130,9 +132,10 @@ const main = async (): Promise<void> => {
   let api: Server | undefined;
   const inFlight = () => (api === undefined ? 0 : requestsInFlight(api));
   const tracing: TracingWiring | undefined =
-    config.tracing === undefined ? undefined : await startTracing(config.tracing, config, serviceVersion());
+    config.tracing === undefined ? undefined : await startTracing(config.tracing, config, serviceVersion(), logger);
   const metrics = serviceMetrics({
     inFlight,
+    inFlightCountsScrapes: config.metricsPort === undefined,
     version: serviceVersion(),
     ...(tracing === undefined ? {} : { droppedSpans: tracing.droppedSpans }),
   });
@@ -163,13 +166,9 @@ const main = async (): Promise<void> => {
     }
     if (api !== undefined && serving) {
       const server = api;
-      closeAfterResponses(server);
-      const closed = new Promise<boolean>((resolve) => server.close(() => resolve(true)));
       // Keep-alive connections go as soon as they are idle; whatever is still busy at the bound is cut.
-      const idle = setInterval(() => server.closeIdleConnections(), 50);
-      server.closeIdleConnections();
+      const closed = drain(server).then(() => true);
       const drained = (await within(closed, left())) === true;
-      clearInterval(idle);
       if (drained) logger.info({}, 'in-flight requests finished');
       else {
         logger.warn({ cutRequests: inFlight() }, 'shutdown bound reached: cutting the requests still running');
@@ -193,14 +192,15 @@ const main = async (): Promise<void> => {
       if (closed === true) logger.info({}, 'backends closed');
       else logger.warn({}, 'shutdown bound reached: backends left to close with the process');
     }
-    // The spans of the last requests are exported within what is left of the bound; a collector away costs them.
+    // The spans of the last requests get a short export; with the collector away (the last export failed) the stop
+    // does not wait for it at all.
     if (tracing !== undefined) {
       const flushed = await within(
         tracing.shutdown().then(() => true),
-        left(),
+        tracing.failing() ? 0 : Math.min(left(), TRACE_FLUSH_MS),
       );
       if (flushed === true) logger.info({}, 'traces flushed');
-      else logger.warn({}, 'shutdown bound reached: queued spans not exported');
+      else logger.warn({ collectorFailing: tracing.failing() }, 'queued spans not exported');
     }
     logger.info({ ms: Math.round(performance.now() - started) }, 'stopped');
     logger.flush();
@@ -247,12 +247,6 @@ const main = async (): Promise<void> => {
   }
   if (stopping) return;
 
-  if (connected.generatedToken !== undefined) {
-    process.stdout.write(
-      `No AUTH_TOKENS configured: generated a token for this run (owner "local", scopes plants:read plants:write):\n` +
-        `${connected.generatedToken}\n`,
-    );
-  }
   if (config.storage.kind === 'memory') {
     logger.warn(
       { storage: 'memory' },

@@ -27,6 +27,12 @@ const USAGE = `usage: AUTH=redis REDIS_URL=redis://127.0.0.1:6379 npm run --sile
       (--silent keeps npm's own banner off stdout)
   revoke -        revokes the token read from standard input (one line): it stays out of shell history and ps
   revoke <token>  revokes the token given as the argument (one that starts with "-": revoke -- <token>)
+  revoke --owner <owner> [--subject <subject>]
+      revokes every token of the owner (of that subject only, with --subject), on every service process at once
+  list [--owner <owner>] [--subject <subject>]
+      prints one JSON line per live token: owner, subject, scopes, issued and expires (ISO 8601, or "never"); never
+      a secret. Without --owner it walks the Redis keyspace once (SCAN) to find the owners: a command for an operator,
+      not for a script run often on a large store
   --help          prints this text (also after a command: issue --help, revoke --help)
 Each option at most once. The token store is the configured one: AUTH=redis and its REDIS_URL. The service that
 is to accept the token must run with the same AUTH=redis and REDIS_URL: a service on the default AUTH=static
@@ -48,14 +54,20 @@ type Command =
   | { readonly kind: 'help' }
   | { readonly kind: 'issue'; readonly grant: TokenGrant }
   | { readonly kind: 'revoke'; readonly token: string }
+  | { readonly kind: 'revokeOwned'; readonly owner: string; readonly subject: string | undefined }
+  | { readonly kind: 'list'; readonly owner: string | undefined; readonly subject: string | undefined }
   | { readonly kind: 'revokeFromStdin' };
 
 const ISSUE_OPTIONS = ['owner', 'subject', 'scopes', 'ttl'] as const;
+const SELECT_OPTIONS = ['owner', 'subject'] as const;
 
 /** Each option once: parseArgs keeps the last of a repeated one, which would silently change what is issued. */
-const once = (values: Readonly<Record<string, unknown>>): Record<string, string | undefined> => {
+const once = (
+  values: Readonly<Record<string, unknown>>,
+  names: readonly string[] = ISSUE_OPTIONS,
+): Record<string, string | undefined> => {
   const single: Record<string, string | undefined> = {};
-  for (const name of ISSUE_OPTIONS) {
+  for (const name of names) {
     const given = values[name];
     const list = Array.isArray(given) ? (given as string[]) : [];
     if (list.length > 1) throw new UsageError(`--${name} is given ${list.length} times; give it once`);
@@ -87,9 +99,17 @@ const decodeArgs = (args: string[], options: readonly string[]) => {
 const parseCommand = (argv: string[]): Command => {
   const [verb, ...rest] = argv;
   if (verb === '--help' || verb === '-h' || verb === 'help') return { kind: 'help' };
-  if (verb === 'revoke') {
-    const { values, positionals } = decodeArgs(rest, []);
+  if (verb === 'revoke' || verb === 'list') {
+    const { values, positionals } = decodeArgs(rest, SELECT_OPTIONS);
     if (values['help'] === true) return { kind: 'help' };
+    const { owner, subject } = once(values, SELECT_OPTIONS);
+    if (owner !== undefined && E.isLeft(Owner.from(owner))) throw new UsageError('--owner is not a valid owner');
+    if (verb === 'list' || owner !== undefined || subject !== undefined) {
+      if (positionals.length > 0) throw new UsageError(`${verb} takes no argument with --owner or --subject`);
+      if (verb === 'list') return { kind: 'list', owner, subject };
+      if (owner === undefined) throw new UsageError('revoke --subject needs --owner');
+      return { kind: 'revokeOwned', owner, subject };
+    }
     if (positionals.length === 1 && positionals[0] === '-' && !rest.includes('--')) return { kind: 'revokeFromStdin' };
     const [token] = positionals;
     if (positionals.length !== 1 || token === undefined || !isBearerToken(token))
@@ -162,7 +182,7 @@ const run = async (): Promise<number> => {
   }
   // The Redis driver is loaded only now: a usage or configuration error answers without paying for it.
   const { closeRedis, redisConnection, whenReady } = await import('../adapters/redis/connection.js');
-  const { redisTokenStore } = await import('../adapters/tokens/redis/redis-token-store.js');
+  const { ownerIndexOf, redisTokenStore } = await import('../adapters/tokens/redis/redis-token-store.js');
   // The driver's first complaint (a refused connection, password or database) says why Redis did not answer; what
   // follows it is the aftermath (commands flushed from the dropped connection).
   let firstError = '';
@@ -182,6 +202,42 @@ const run = async (): Promise<number> => {
         `issued a token for owner ${owner}, subject ${subject}, scopes ${scopes.join(' ')}, ${ttlSeconds === undefined ? 'no expiry' : `expires in ${ttlSeconds} s`}, into ${target}\n`,
       );
       process.stdout.write(`${issued.right}\n`);
+      return 0;
+    }
+    if (command.kind === 'list' || command.kind === 'revokeOwned') {
+      const { owner, subject } = command;
+      const owners =
+        owner !== undefined
+          ? [owner]
+          : [
+              ...new Set(
+                (await redis.scanStream({ match: ownerIndexOf('*'), count: 1000 }).toArray())
+                  .flat()
+                  .map((key: string) => key.slice(ownerIndexOf('').length)),
+              ),
+            ];
+      let count = 0;
+      for (const o of owners) {
+        const done = await (command.kind === 'list' ? store.list(o, subject) : store.revokeOwned(o, subject))();
+        if (E.isLeft(done)) {
+          process.stderr.write(`the token store (${target}) did not answer${firstError}\n`);
+          return 1;
+        }
+        if (typeof done.right === 'number') count += done.right;
+        else {
+          for (const { issuedAt, expiresAt, ...info } of done.right) {
+            const issued = issuedAt === undefined ? null : new Date(issuedAt).toISOString();
+            const expires = expiresAt === undefined ? 'never' : new Date(expiresAt).toISOString();
+            process.stdout.write(`${JSON.stringify({ ...info, issued, expires })}\n`);
+            count += 1;
+          }
+        }
+      }
+      const which = `${owner === undefined ? 'every owner' : `owner ${owner}`}${subject === undefined ? '' : `, subject ${subject}`}`;
+      process.stderr.write(
+        `${command.kind === 'list' ? 'listed' : 'revoked'} ${count} token(s) of ${which} in ${target}\n`,
+      );
+      if (command.kind === 'revokeOwned') process.stdout.write(`revoked ${count}\n`);
       return 0;
     }
     const revoked = await store.revoke(command.token)();

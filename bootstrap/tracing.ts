@@ -1,4 +1,5 @@
 import type { RequestTracer } from '../adapters/http/api/request-tracing.js';
+import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { RateLimiter } from '../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../application/ports/token-verifier.js';
@@ -11,6 +12,8 @@ export interface TracingWiring {
   readonly tokens: (tokens: TokenVerifier) => TokenVerifier;
   readonly limiter: (limiter: RateLimiter) => RateLimiter;
   readonly droppedSpans: () => { readonly queueFull: number; readonly exportFailed: number };
+  /** Whether exports are failing now (the collector away). */
+  readonly failing: () => boolean;
   readonly shutdown: () => Promise<void>;
 }
 
@@ -22,9 +25,10 @@ export const startTracing = async (
   tracing: TracingConfig,
   config: Pick<Config, 'storage' | 'auth' | 'rateLimit'>,
   version: string,
+  logger: Logger,
 ): Promise<TracingWiring> => {
   const otel = await import('../adapters/observability/tracing.js');
-  const started = otel.startTracing({ ...tracing, serviceVersion: version });
+  const started = otel.startTracing({ ...tracing, serviceVersion: version, logger });
   const { tracer } = started;
   // The plants collection names MongoDB's spans; the adapter is loaded for STORAGE=mongodb anyway.
   const storage =
@@ -46,6 +50,7 @@ export const startTracing = async (
     tokens: (verifier) => otel.tracedTokens(verifier, tracer, tokens),
     limiter: (rate) => otel.tracedLimiter(rate, tracer, limiter),
     droppedSpans: () => started.dropped,
+    failing: started.failing,
     shutdown: started.shutdown,
   };
 };

@@ -255,8 +255,11 @@ export const redisBinary = (): { bin: string } | { skip: string } =>
     'apt-get install redis-server',
   );
 
-/** redis-server on loopback only, in a temporary directory, with an fsync-always append-only file (survives a restart). */
-export const startRedis = async (bin: string): Promise<RunningServer> => {
+/**
+ * redis-server on loopback only, in a temporary directory, with an fsync-always append-only file (survives a restart);
+ * `extraArgs` are added to its command line (an `--aclfile`, for one).
+ */
+export const startRedis = async (bin: string, extraArgs: readonly string[] = []): Promise<RunningServer> => {
   const dir = mkdtempSync(join(tmpdir(), 'redis-'));
   const port = await freePort();
   return supervise(
@@ -278,6 +281,7 @@ export const startRedis = async (bin: string): Promise<RunningServer> => {
         dir,
         '--protected-mode',
         'yes',
+        ...extraArgs,
       ],
     }),
     port,
@@ -556,3 +560,53 @@ export const startPrometheus = async (
     dir,
   );
 };
+
+/** Alertmanager's amtool (Debian: apt-get install prometheus-alertmanager), for `amtool check-config`. */
+export const amtoolBinary = (): { bin: string } | { skip: string } =>
+  locate(
+    'amtool',
+    [process.env['AMTOOL_BIN'], onPath('amtool'), '/usr/bin/amtool'],
+    'apt-get install prometheus-alertmanager',
+  );
+
+/** Alertmanager itself: Debian names its binary `prometheus-alertmanager`, upstream's release `alertmanager`. */
+export const alertmanagerBinary = (): { bin: string } | { skip: string } =>
+  locate(
+    'alertmanager',
+    [process.env['ALERTMANAGER_BIN'], onPath('prometheus-alertmanager'), onPath('alertmanager')],
+    'apt-get install prometheus-alertmanager',
+  );
+
+/**
+ * Alertmanager on a free loopback port with the given configuration (YAML text), its data in a temporary directory,
+ * clustering off (its default listens on 0.0.0.0:9094 for peers). `uri` is its HTTP API's base.
+ */
+export const startAlertmanager = async (bin: string, config: string): Promise<RunningServer> => {
+  const dir = mkdtempSync(join(tmpdir(), 'alertmanager-'));
+  const port = await freePort();
+  writeFileSync(join(dir, 'alertmanager.yml'), config);
+  return supervise(
+    'alertmanager',
+    () => ({
+      bin,
+      args: [
+        `--config.file=${join(dir, 'alertmanager.yml')}`,
+        `--storage.path=${join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--cluster.listen-address=',
+        '--log.level=warn',
+      ],
+    }),
+    port,
+    `http://127.0.0.1:${port}`,
+    dir,
+  );
+};
+
+/** systemd-analyze (Debian: apt-get install systemd), for `systemd-analyze verify` of ops/systemd's unit. */
+export const systemdAnalyzeBinary = (): { bin: string } | { skip: string } =>
+  locate(
+    'systemd-analyze',
+    [process.env['SYSTEMD_ANALYZE_BIN'], onPath('systemd-analyze'), '/usr/bin/systemd-analyze'],
+    'apt-get install systemd',
+  );

@@ -1,4 +1,6 @@
+import { left } from 'fp-ts/lib/Either.js';
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
+import { authUnavailable, rateLimiterUnavailable, storageUnavailable } from '../../application/errors.js';
 import type { Logger } from '../../application/ports/logger.js';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import type { RateLimiter } from '../../application/ports/rate-limiter.js';
@@ -10,6 +12,9 @@ import type { BackendMetrics, CallOutcome } from './metrics.js';
  * timed into the metrics, and the backend's availability is tracked from the outcomes. An outage is logged once when
  * it starts (warn, with the driver's reason) and once when it ends (info, with its length), at most one outage line
  * per backend every `throttleMs`; flapping beyond that is counted into the next line instead of flooding the log.
+ * While a backend is known down (its last call failed), calls to it fail at once without reaching it, except one probe
+ * at a time, at most one every `probeEveryMs`: the probe finds the backend's return, and its success lets every call
+ * through again.
  */
 
 export type BackendName = 'storage' | 'token store' | 'rate limiter';
@@ -19,6 +24,10 @@ export interface BackendObserver {
   readonly driverError: (backend: BackendName, reason: string) => void;
   readonly answered: (backend: BackendName) => void;
   readonly failed: (backend: BackendName, reason: string) => void;
+  /** Whether a call may reach the backend now: 'refuse' while it is known down and another call probes it. */
+  readonly admit: (backend: BackendName) => 'call' | 'probe' | 'refuse';
+  /** The probe `admit` let through has ended: the next may come `probeEveryMs` later. */
+  readonly probed: (backend: BackendName) => void;
 }
 
 /** How long a driver's report stays the likely reason of a failure. */
@@ -33,6 +42,8 @@ export const redact = (reason: string): string =>
 
 interface State {
   up: boolean | undefined;
+  /** While down, when the next probe may start (Infinity: one is under way). */
+  nextProbeAt: number;
   downSince: number;
   lastLineAt: number;
   /** Whether this outage's first line was held back by the throttle (then its recovery is too). */
@@ -48,6 +59,7 @@ export const backendObserver = ({
   metrics,
   throttleMs = 10_000,
   reasonWaitMs = 0,
+  probeEveryMs = 1000,
   now = Date.now,
 }: {
   readonly logger: Logger;
@@ -58,6 +70,8 @@ export const backendObserver = ({
    * connection to write to) before the driver's event saying why (the connection's close) has been read.
    */
   readonly reasonWaitMs?: number;
+  /** While a backend is down, the least time from one probe's end to the next probe (Retry-After says 1 s too). */
+  readonly probeEveryMs?: number;
   readonly now?: () => number;
 }): BackendObserver => {
   const states = new Map<BackendName, State>();
@@ -66,6 +80,7 @@ export const backendObserver = ({
     if (s === undefined) {
       s = {
         up: undefined,
+        nextProbeAt: 0,
         downSince: 0,
         lastLineAt: -Infinity,
         quiet: false,
@@ -125,6 +140,16 @@ export const backendObserver = ({
       s.quiet = false;
       s.notLogged = 0;
     },
+    admit: (backend) => {
+      const s = stateOf(backend);
+      if (s.up !== false) return 'call';
+      if (now() < s.nextProbeAt) return 'refuse';
+      s.nextProbeAt = Infinity;
+      return 'probe';
+    },
+    probed: (backend) => {
+      stateOf(backend).nextProbeAt = now() + probeEveryMs;
+    },
   };
 };
 
@@ -135,14 +160,30 @@ interface Probe {
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-/** Times one call of a TaskEither port and reports its outcome. A thrown error is reported, then thrown again. */
+/**
+ * Times one call of a TaskEither port and reports its outcome: a Left tagged as `unavailable` is the backend's
+ * failure, any other Left (a full store) is its answer. A thrown error is reported, then thrown again. While the
+ * backend is known down, a call the observer does not admit is `unavailable` at once.
+ */
 const timed =
-  <E, A>(probe: Probe, backend: BackendName, operation: string, task: TaskEither<E, A>): TaskEither<E, A> =>
+  <E, A>(
+    probe: Probe,
+    backend: BackendName,
+    operation: string,
+    unavailable: E & { readonly _tag: string },
+    task: TaskEither<E, A>,
+  ): TaskEither<E, A> =>
   async () => {
+    const admitted = probe.observer.admit(backend);
+    if (admitted === 'refuse') {
+      probe.metrics?.observeCall(backend, operation, 'unavailable', 0);
+      return left(unavailable);
+    }
     const started = performance.now();
     const report = (outcome: CallOutcome) => {
       const ms = performance.now() - started;
       probe.metrics?.observeCall(backend, operation, outcome, ms / 1000);
+      if (admitted === 'probe') probe.observer.probed(backend);
       return ms;
     };
     let result;
@@ -158,27 +199,29 @@ const timed =
       probe.observer.answered(backend);
     } else {
       const ms = report('unavailable');
-      probe.observer.failed(backend, `no answer (gave up after ${Math.round(ms)} ms)`);
+      if ((result.left as { _tag?: unknown })._tag !== unavailable._tag) probe.observer.answered(backend);
+      else probe.observer.failed(backend, `no answer (gave up after ${Math.round(ms)} ms)`);
     }
     return result;
   };
 
 export const observedPlants = (plants: PlantRepository, probe: Probe): PlantRepository => ({
-  insert: (owner, plant, maxPlants) => timed(probe, 'storage', 'insert', plants.insert(owner, plant, maxPlants)),
-  page: (owner, after, limit) => timed(probe, 'storage', 'page', plants.page(owner, after, limit)),
-  remove: (owner, id) => timed(probe, 'storage', 'remove', plants.remove(owner, id)),
-  ping: timed(probe, 'storage', 'ping', plants.ping),
+  insert: (owner, plant, maxPlants) =>
+    timed(probe, 'storage', 'insert', storageUnavailable, plants.insert(owner, plant, maxPlants)),
+  page: (owner, after, limit) => timed(probe, 'storage', 'page', storageUnavailable, plants.page(owner, after, limit)),
+  remove: (owner, id) => timed(probe, 'storage', 'remove', storageUnavailable, plants.remove(owner, id)),
+  ping: timed(probe, 'storage', 'ping', storageUnavailable, plants.ping),
 });
 
 export const observedTokens = (tokens: TokenVerifier, probe: Probe): TokenVerifier => ({
-  verify: (token, rejected) => timed(probe, 'token store', 'verify', tokens.verify(token, rejected)),
-  ping: timed(probe, 'token store', 'ping', tokens.ping),
+  verify: (token, rejected) => timed(probe, 'token store', 'verify', authUnavailable, tokens.verify(token, rejected)),
+  ping: timed(probe, 'token store', 'ping', authUnavailable, tokens.ping),
 });
 
 /** The limiter, timed and reported like the other backends; every refusal it decides is counted too. */
 export const observedLimiter = (limiter: RateLimiter, probe: Probe): RateLimiter => ({
   consume: (key) => async () => {
-    const decision = await timed(probe, 'rate limiter', 'consume', limiter.consume(key))();
+    const decision = await timed(probe, 'rate limiter', 'consume', rateLimiterUnavailable, limiter.consume(key))();
     if (decision._tag === 'Right' && !decision.right.allowed) probe.metrics?.rateLimited();
     return decision;
   },

@@ -15,7 +15,14 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { subscribe } from 'node:diagnostics_channel';
 import { ExportResultCode, W3CTraceContextPropagator, isTracingSuppressed } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  hostDetector,
+  resourceFromAttributes,
+  serviceInstanceIdDetector,
+} from '@opentelemetry/resources';
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
@@ -48,6 +55,8 @@ import {
   ATTR_URL_SCHEME,
 } from '@opentelemetry/semantic-conventions';
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
+import type { Logger } from '../../application/ports/logger.js';
+import { redact } from './observed-backends.js';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import type { RateLimiter } from '../../application/ports/rate-limiter.js';
 import type { TokenVerifier } from '../../application/ports/token-verifier.js';
@@ -83,6 +92,8 @@ export interface TracingOptions {
   readonly ratio: number;
   /** Spans waiting for export at most; an ended span beyond it is dropped and counted. */
   readonly maxQueueSize: number;
+  /** Where a failing export is said, once per outage of the collector, and its end. */
+  readonly logger: Logger;
 }
 
 /** Spans dropped, by why: the queue was full (the collector is slow or away), or their export failed. */
@@ -94,6 +105,8 @@ export interface DroppedSpans {
 export interface Tracing {
   readonly tracer: Tracer;
   readonly dropped: Readonly<DroppedSpans>;
+  /** Whether the last export failed: the collector is away, and a last flush would only wait for its timeout. */
+  readonly failing: () => boolean;
   /** Exports what is queued, then stops; resolves when done (bootstrap bounds the wait). */
   readonly shutdown: () => Promise<void>;
 }
@@ -122,13 +135,19 @@ const samplerOf = (name: SamplerName, ratio: number): Sampler => {
  * bound is dropped here, counted. The exporter's failures (the collector refused or did not answer within
  * OTEL_EXPORTER_OTLP_TIMEOUT) are counted as dropped too: the SDK does not retry them.
  */
-const countedBatches = (exporter: SpanExporter, maxQueueSize: number, dropped: DroppedSpans): SpanProcessor => {
+const countedBatches = (
+  exporter: SpanExporter,
+  maxQueueSize: number,
+  dropped: DroppedSpans,
+  exported: (ok: boolean, error: Error | undefined) => void,
+): SpanProcessor => {
   let queued = 0;
   const counting: SpanExporter = {
     export: (spans, done) => {
       queued -= spans.length;
       exporter.export(spans, (result) => {
         if (result.code !== ExportResultCode.SUCCESS) dropped.exportFailed += spans.length;
+        exported(result.code === ExportResultCode.SUCCESS, result.error);
         done(result);
       });
     },
@@ -153,19 +172,40 @@ const countedBatches = (exporter: SpanExporter, maxQueueSize: number, dropped: D
   };
 };
 
-/** Starts the SDK: the provider, its sampler, the OTLP exporter behind a bounded batch, the async context. */
+/**
+ * Starts the SDK: the provider, its sampler, the OTLP exporter behind a bounded batch, the async context. The resource
+ * is the SDK's own (telemetry.sdk.*), the service's name and version, then what the SDK's detectors find, each over
+ * the one before: the host, a
+ * `service.instance.id` of this process, and OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME as the specification
+ * reads them. A failing export is logged once, when exports start failing, and its end once, like a backend outage.
+ */
 export const startTracing = (options: TracingOptions): Tracing => {
   const dropped: DroppedSpans = { queueFull: 0, exportFailed: 0 };
+  let failing = false;
+  const exported = (ok: boolean, error: Error | undefined) => {
+    if (ok === !failing) return;
+    failing = !ok;
+    if (ok) options.logger.info({ backend: 'trace collector' }, 'trace collector recovered');
+    else {
+      // The exporter's message may name the collector's URL: user information in it is masked.
+      const reason = redact(error?.message ?? 'export failed');
+      options.logger.warn({ backend: 'trace collector', reason }, 'trace collector unavailable: spans are dropped');
+    }
+  };
   const exporter = new OTLPTraceExporter({ url: options.url });
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: options.serviceName,
-      [ATTR_SERVICE_VERSION]: options.serviceVersion,
-    }),
+    resource: defaultResource()
+      .merge(
+        resourceFromAttributes({
+          [ATTR_SERVICE_NAME]: options.serviceName,
+          [ATTR_SERVICE_VERSION]: options.serviceVersion,
+        }),
+      )
+      .merge(detectResources({ detectors: [hostDetector, serviceInstanceIdDetector, envDetector] })),
     sampler: samplerOf(options.sampler, options.ratio),
     // A path is the client's to choose: its attribute is cut, whatever Node's header limit allows.
     spanLimits: { attributeValueLengthLimit: 1024 },
-    spanProcessors: [countedBatches(exporter, options.maxQueueSize, dropped)],
+    spanProcessors: [countedBatches(exporter, options.maxQueueSize, dropped, exported)],
   });
   // The context of each request follows its promises, so that a backend call's span finds the request's.
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -174,6 +214,7 @@ export const startTracing = (options: TracingOptions): Tracing => {
   return {
     tracer,
     dropped,
+    failing: () => failing,
     shutdown: () => provider.shutdown(),
   };
 };

@@ -9,7 +9,7 @@ import {
   mongodbPlantRepository,
   type MongodbPlantRepository,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
-import { REPAIR_COMMAND } from '../../adapters/storage/mongodb/indexes.js';
+import { INDEX_SPECS, REPAIR_COMMAND, missingIndexes, notInPlace } from '../../adapters/storage/mongodb/indexes.js';
 import { OUTSIDE_FROM } from '../../adapters/storage/mongodb/quota.js';
 import { repairStorage } from '../../adapters/storage/mongodb/repair.js';
 import type { PlantId } from '../../domain/plant.js';
@@ -192,6 +192,47 @@ test('plants sharing an id: identical copies are deleted, different ones listed 
     assert.equal(
       (await plants.find({ owner }).sort({ id: 1 }).toArray()).map((d) => `${String(d['id'])} ${String(d['name'])}`),
       ['1 Fern', '2 Moss'],
+    );
+  } finally {
+    await u.done();
+  }
+});
+
+/** An index as MongoDB's `$indexStats` shows it (a `spec` as listIndexes lists it; `building: true` while built). */
+const stat = (spec: (typeof INDEX_SPECS)[number], more: { building?: true; shard?: string } = {}) => ({
+  name: spec.name,
+  key: spec.key,
+  spec: { v: 2, key: spec.key, name: spec.name, unique: true },
+  ...more,
+});
+
+test('an index MongoDB shows as still being built ($indexStats `building`), on any shard, is not in place', () => {
+  const [id, slot] = INDEX_SPECS;
+  assert.equal(notInPlace([stat(id), stat(slot)]), []);
+  assert.equal(notInPlace([stat(id), stat(slot, { building: true })]), [slot]);
+  assert.equal(notInPlace([stat(id, { shard: 'a' }), stat(id, { shard: 'b', building: true }), stat(slot)]), [id]);
+  assert.equal(notInPlace([stat(id), { ...stat(slot), spec: { key: slot.key } }]), [slot]);
+  // listIndexes's shape, what FerretDB answers with: an index listed is complete.
+  assert.equal(notInPlace([{ key: { _id: 1 } }, id, slot]), []);
+});
+
+test('FerretDB does not implement $indexStats: the indexes it lists are in place, a dropped one is not', async (ctx) => {
+  const u = await under(subject(ctx).uri);
+  try {
+    const plants = u.admin.db(u.db).collection(COLLECTION);
+    const refused = await plants
+      .aggregate([{ $indexStats: {} }])
+      .toArray()
+      .then(
+        () => undefined,
+        (e: unknown) => (e as { code?: unknown }).code,
+      );
+    assert.is(refused, 238, 'NotImplemented');
+    assert.equal(await missingIndexes(plants), []);
+    await plants.dropIndex(SLOT_INDEX_NAME);
+    assert.equal(
+      (await missingIndexes(plants)).map((s) => s.name),
+      [SLOT_INDEX_NAME],
     );
   } finally {
     await u.done();

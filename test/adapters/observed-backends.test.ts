@@ -15,6 +15,7 @@ import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plan
 import { serviceMetrics, type BackendMetrics } from '../../adapters/observability/metrics.js';
 import { Owner } from '../../domain/plant.js';
 import { parseExposition } from '../support/prometheus-text.js';
+import { aPlant, freshOwner } from '../support/fixtures.js';
 import { eventually } from '../support/wait.js';
 
 const test = suite('backend observer: outages logged once, throttled, with the reason');
@@ -162,6 +163,69 @@ test('the decorated ports time every call into the metrics and report availabili
   assert.is(m.value('plantstore_backend_up', { backend: 'storage' }), 0);
   assert.is(m.value('plantstore_rate_limit_rejections_total'), 1);
   assert.match(String(lines[0]?.fields['reason']), /^no answer \(gave up after \d+ ms\)$/);
+});
+
+/** A memory store behind a switch: the calls that reach it are counted, and while it is down each hangs until let go. */
+const switchedStore = () => {
+  const memory = memoryPlantRepository();
+  const state = { down: false, reached: 0, waiting: [] as Array<() => void> };
+  const store: PlantRepository = {
+    ...memory,
+    insert: (o, p, m) => async () => {
+      state.reached += 1;
+      if (!state.down) return memory.insert(o, p, m)();
+      await new Promise<void>((resolve) => state.waiting.push(resolve));
+      return E.left(storageUnavailable);
+    },
+  };
+  const release = () => state.waiting.splice(0).forEach((go) => go());
+  return { store, state, release };
+};
+
+test('while storage is known down, calls fail at once without reaching it, but for one probe a second', async () => {
+  const { observer, advance } = harness();
+  const { store, state, release } = switchedStore();
+  const plants = observedPlants(store, { observer, metrics: undefined });
+  const owner = freshOwner();
+  const create = (id: number) => plants.insert(owner, aPlant(BigInt(id)))();
+  state.down = true;
+  const first = create(1);
+  release();
+  assert.equal(await first, E.left(storageUnavailable)); // known down from here
+  state.reached = 0;
+  const probe = create(2);
+  const refused = await Promise.all([3, 4, 5, 6, 7].map(create));
+  assert.ok(refused.every((r) => E.isLeft(r) && r.left === storageUnavailable));
+  assert.is(state.reached, 1, 'only the probe reached the store');
+  release();
+  assert.ok(E.isLeft(await probe));
+  assert.ok(E.isLeft(await create(8)));
+  assert.is(state.reached, 1, 'no probe in the second after one');
+  advance(1000);
+  const secondProbe = create(8);
+  assert.is(state.reached, 2, 'a second later, the next call probes');
+  state.down = false;
+  release();
+  assert.ok(E.isLeft(await secondProbe), 'it had reached the store before its return');
+  advance(1000);
+  assert.ok(E.isRight(await create(9)), 'the next probe finds the store back');
+  const resumed = await Promise.all([10, 11].map(create));
+  assert.ok(resumed.every(E.isRight), 'once a probe answers, every call reaches the store again');
+  assert.is(state.reached, 5);
+});
+
+test('a store that answers "full" is up: calls after it still reach the store', async () => {
+  const { observer } = harness();
+  const memory = memoryPlantRepository({ maxPlants: 1 });
+  let reached = 0;
+  const counted: PlantRepository = { ...memory, insert: (o, p, m) => (reached++, memory.insert(o, p, m)) };
+  const plants = observedPlants(counted, { observer, metrics: undefined });
+  const owner = freshOwner();
+  const create = (id: number) => plants.insert(owner, aPlant(BigInt(id)))();
+  assert.ok(E.isRight(await create(1)));
+  assert.ok(E.isLeft(await create(2)), 'full');
+  await Promise.all([create(3), create(4)]);
+  assert.is(reached, 4);
 });
 
 test.run();

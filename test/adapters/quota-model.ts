@@ -520,11 +520,11 @@ export const runScenario = async (
       },
     }),
     delete: (doc) => repairStep(`delete ${doc.ref.id}`, () => docs.delete(doc.ref.ref)),
-    move: (doc, to) =>
+    move: (doc) =>
       repairStep(`move ${doc.ref.id} of ${doc.owner} from ${doc.slot} outside`, () => {
         const d = docs.get(doc.ref.ref);
         if (d === undefined || d.slot !== doc.slot) return false;
-        d.slot = to;
+        d.slot = OUTSIDE_FROM + 100 + d.ref; // drawn at random on MongoDB: here from the document, so that a run replays
         return true;
       }),
     build: (key) =>
@@ -629,8 +629,9 @@ export const runScenario = async (
     if (action.kind === 'advance') {
       let left = action.ms;
       while (left > 0) {
-        // Each index check and each end of the repair's wait, in the order of time.
-        const checks = procs.map((p) => INDEX_CHECK_MS - ((clock - (scenario.phases[p.index] ?? 0)) % INDEX_CHECK_MS));
+        // Each index check (at its process's phase, then every INDEX_CHECK_MS) and each end of the repair's wait.
+        const since = (p: Proc) => (clock - (scenario.phases[p.index] ?? 0) + INDEX_CHECK_MS) % INDEX_CHECK_MS;
+        const checks = procs.map((p) => INDEX_CHECK_MS - since(p));
         const wakes = [...sleeps].map((w) => w.until - clock);
         const next = Math.min(left, ...checks, ...wakes.filter((w) => w > 0));
         pass(next);

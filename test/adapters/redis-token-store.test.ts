@@ -5,6 +5,7 @@ import { redisConnection, whenReady } from '../../adapters/redis/connection.js';
 import {
   KEY_PREFIX,
   keyOf,
+  ownerIndexOf,
   redisTokenStore,
   type RedisTokenStore,
 } from '../../adapters/tokens/redis/redis-token-store.js';
@@ -87,6 +88,34 @@ test('a token with a TTL carries it as the key expiry, and is unknown once expir
   await redis.pexpire(keyOf(token), 1);
   await eventually('Redis expires the key', async () => (await redis.exists(keyOf(token))) === 0, { everyMs: 2 });
   assert.equal(await right(store.verifier.verify(token)), O.none);
+});
+
+test("a token past its `expires` field is unknown even when its key outlives it (the key's TTL only collects it)", async (ctx) => {
+  const redis = redisOf(ctx);
+  const store = redisTokenStore(redis, { cacheTtlMs: 0 });
+  const owner = freshOwner();
+  const token = await right(store.issue({ owner, subject: 's', scopes: ['plants:read'], ttlSeconds: 600 }));
+  // As if the PEXPIREAT after the HSET had been lost: the key lives on, its expires field says it is over.
+  await redis.persist(keyOf(token));
+  await redis.hset(keyOf(token), 'expires', Date.now() - 1);
+  assert.equal(await right(store.verifier.verify(token)), O.none);
+  assert.equal(await right(store.list(owner)), []);
+});
+
+test("an owner's expired and revoked tokens leave its index at its next listing: the index holds its live tokens", async (ctx) => {
+  const redis = redisOf(ctx);
+  const store = redisTokenStore(redis, { cacheTtlMs: 0 });
+  const owner = freshOwner();
+  const issue = (subject: string) => right(store.issue({ owner, subject, scopes: ['plants:read'], ttlSeconds: 600 }));
+  const [expiring, revoked] = [await issue('a'), await issue('b'), await issue('c')];
+  await redis.pexpire(keyOf(expiring), 1);
+  await eventually('Redis expires the key', async () => (await redis.exists(keyOf(expiring))) === 0);
+  assert.ok(await right(store.revoke(revoked)));
+  assert.equal(
+    (await right(store.list(owner))).map((t) => t.subject),
+    ['c'],
+  );
+  assert.is(await redis.scard(ownerIndexOf(owner)), 1);
 });
 
 test('revoking deletes the token: unknown at the next lookup with the cache off', async (ctx) => {

@@ -79,7 +79,9 @@ interface JaegerSpan {
 }
 interface JaegerTrace {
   readonly spans: readonly JaegerSpan[];
-  readonly processes: Readonly<Record<string, { readonly serviceName: string }>>;
+  readonly processes: Readonly<
+    Record<string, { readonly serviceName: string; readonly tags?: ReadonlyArray<{ key: string; value: unknown }> }>
+  >;
 }
 
 /** The trace as Jaeger's query API has it once it holds `spans` spans or more; with the raw JSON text. */
@@ -201,6 +203,37 @@ test("SIGTERM exports the last requests' spans before the exit", async (ctx) => 
   assert.match(svc.process.stdout(), /"msg":"traces flushed"/);
   const { trace } = await traceFrom(jaeger, traceId, 1);
   assert.is(trace.spans[0]?.operationName, 'GET /healthz');
+});
+
+test("each process's spans carry OTEL_RESOURCE_ATTRIBUTES and a service.instance.id of their own", async (ctx) => {
+  const { jaeger, env } = subject(ctx);
+  const resource = { OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=staging,service.namespace=shop%2Ceu' };
+  const processes = await Promise.all([serve({ ...env, ...resource }), serve({ ...env, ...resource })]);
+  const traces: string[] = [];
+  try {
+    for (const [i, svc] of processes.entries()) {
+      const response = await fetch(`${svc.base}/healthz`, { headers: { 'x-request-id': `resource-${i}` } });
+      assert.is(response.status, 200);
+      traces.push((await requestLine(svc.process, `resource-${i}`))['trace_id'] as string);
+    }
+  } finally {
+    await Promise.all(processes.map((svc) => stop(svc.process)));
+  }
+  const instances = [];
+  for (const traceId of traces) {
+    const { trace } = await traceFrom(jaeger, traceId, 1);
+    const tags = trace.processes[trace.spans[0]?.processID ?? '']?.tags ?? [];
+    const value = (key: string) => tags.find((t) => t.key === key)?.value;
+    assert.is(value('deployment.environment.name'), 'staging');
+    assert.is(value('service.namespace'), 'shop,eu', 'percent-decoded as the specification says');
+    assert.is(trace.processes[trace.spans[0]?.processID ?? '']?.serviceName, 'plant-store');
+    assert.match(
+      String(value('service.instance.id')),
+      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+    );
+    instances.push(value('service.instance.id'));
+  }
+  assert.is.not(instances[0], instances[1], 'one instance id per process');
 });
 
 run();

@@ -26,15 +26,14 @@ const listening = async (svc: Started): Promise<number> => {
   return portOf(svc.stdout());
 };
 
-test('a HOST that is not an address of this machine stops start-up with exit 1, one line naming HOST, and no token printed', async () => {
+test('a HOST that is not an address of this machine stops start-up with exit 1 and one line naming HOST', async () => {
   // 192.0.2.1 (TEST-NET-1) is never a local address: binding to it fails at once, with no traffic.
-  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '192.0.2.1' });
+  const svc = runNode('bootstrap/main.js', { ...base, PORT: '0', HOST: '192.0.2.1' });
   assert.is(await svc.exited, 1);
   assert.match(
     svc.stderr(),
     /^config: HOST: cannot listen on "192\.0\.2\.1" \(EADDRNOTAVAIL: [^\n]*\); for example HOST=127\.0\.0\.1\n$/,
   );
-  assert.not.match(svc.stdout(), /generated a token/);
   assert.not.match(svc.stdout(), /"msg":"listening"/);
 });
 

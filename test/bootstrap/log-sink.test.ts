@@ -12,7 +12,12 @@ import { eventually, within } from '../support/wait.js';
  */
 const startWithStuckReader = async () => {
   const child = spawn(process.execPath, [join(distRoot, 'bootstrap/main.js')], {
-    env: { PATH: process.env['PATH'] ?? '', PORT: '0', HOST: '127.0.0.1' },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      AUTH_TOKENS: '[{"token":"t","owner":"o","subject":"s","scopes":[]}]',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -4,7 +4,7 @@ import { COLLECTION, INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-p
 import { runNode } from '../support/process.js';
 import { ferretDbBinary, sharedFerretDb, startFerretDb } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';
-import { startTcpProxy } from '../support/tcp-proxy.js';
+import { carries, startTcpProxy } from '../support/tcp-proxy.js';
 import { eventually } from '../support/wait.js';
 
 const binary = ferretDbBinary();
@@ -106,6 +106,45 @@ test('started while MongoDB is down: it listens, answers 503 and /readyz 503, th
   }
 });
 
+test('on a standalone server (FerretDB) it warns once that MongoDB is not a replica set, also across a restart of the server', async () => {
+  if ('skip' in binary) throw new Error(binary.skip);
+  const server = await startFerretDb(binary.bin);
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    STORAGE: 'mongodb',
+    MONGODB_URI: server.uri,
+    MONGODB_DB: 'plantstore_standalone',
+    AUTH_TOKENS: JSON.stringify([{ token: 't', owner: 'acme', subject: 'ci', scopes: ['plants:write'] }]),
+  });
+  const warning = /"msg":"MongoDB is a standalone server, not a replica set/;
+  try {
+    await svc.waitFor(/"msg":"listening"/);
+    await svc.waitFor(warning);
+    const base = `http://127.0.0.1:${/"port":(\d+)/.exec(svc.stdout())?.[1]}`;
+    await server.stop();
+    await eventually('not ready while the server is down', async () => (await fetch(`${base}/readyz`)).status === 503);
+    // Time is what is under test: the outage outlasts the driver's heartbeat (2 s), so that the server's description
+    // goes Unknown and comes back Standalone, a second report of the same fact.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await server.start();
+    await eventually('ready again', async () => (await fetch(`${base}/readyz`)).status === 200, {
+      timeoutMs: 20_000,
+      everyMs: 100,
+    });
+  } finally {
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+    await server.dispose();
+  }
+  const lines = svc
+    .stdout()
+    .split('\n')
+    .filter((l) => warning.test(l));
+  assert.is(lines.length, 1);
+  assert.is((JSON.parse(lines[0] ?? '{}') as { level?: number }).level, 40, 'a warning');
+});
+
 test('a MONGODB_URI the driver cannot parse stops start-up with one line, credentials not echoed', async () => {
   const svc = runNode('bootstrap/main.js', {
     STORAGE: 'mongodb',
@@ -137,9 +176,9 @@ test('a request cut by the shutdown bound while the store does not answer is log
     const base = `http://127.0.0.1:${/"port":(\d+)/.exec(svc.stdout())?.[1]}`;
     const headers = { authorization: `Bearer ${token}`, 'x-request-id': 'cut-by-shutdown' };
     assert.is((await fetch(`${base}/plants`, { headers })).status, 200, 'the store answers before it is held');
-    proxy.holdUpstream();
+    proxy.holdUpstream(carries('find'));
     const cut = fetch(`${base}/plants`, { headers }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 300));
+    await proxy.firstHeld(); // the request's find has reached the store, which does not answer
     svc.child.kill('SIGTERM');
     assert.is(await svc.exited, 0);
     assert.ok((await cut) instanceof Error, 'the client got no answer');

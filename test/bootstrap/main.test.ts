@@ -9,27 +9,49 @@ const test = suite('the service process');
 const listening = /"msg":"listening"/;
 const portOf = (stdout: string): number => Number(/"port":(\d+)/.exec(stdout)?.[1]);
 
-test('with no configuration it serves on memory with a generated token printed once', async () => {
+/** Every line the process wrote on stdout, each parsed as JSON (a line that is not JSON fails the test). */
+const jsonLines = (stdout: string): unknown[] =>
+  stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      try {
+        return JSON.parse(line) as unknown;
+      } catch {
+        throw new Error(`a stdout line is not JSON: ${line}`);
+      }
+    });
+
+const TOKENS = '[{"token":"t","owner":"o","subject":"s","scopes":[]}]';
+
+test('with no token configured it refuses to start: exit 1, one line naming AUTH_TOKENS and the three ways', async () => {
   const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1' });
+  assert.is(await svc.exited, 1);
+  const lines = svc
+    .stderr()
+    .split('\n')
+    .filter((l) => l !== '');
+  assert.is(lines.length, 1, svc.stderr());
+  assert.match(lines[0] ?? '', /^config: AUTH_TOKENS: .*AUTH_TOKENS_FILE.*AUTH=redis.*AUTH=jwt/);
+  jsonLines(svc.stdout());
+  assert.not.match(svc.stdout(), listening);
+});
+
+test('every stdout line of a start on memory is JSON, the memory warning included', async () => {
+  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1', AUTH_TOKENS: TOKENS });
   try {
-    const [, token] = await svc.waitFor(/generated a token[^\n]*\n([A-Za-z0-9_-]{43})\n/);
     await svc.waitFor(listening);
-    assert.match(svc.stdout(), /in-memory storage: every plant is lost when the process exits/);
-    const base = `http://127.0.0.1:${portOf(svc.stdout())}`;
-    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const created = await fetch(`${base}/plants`, { method: 'POST', headers, body: '{"id": 1, "name": "Fern"}' });
-    assert.is(created.status, 200);
-    const listed = await fetch(`${base}/plants`, { headers });
-    assert.is(await listed.text(), '[{"name":"Fern"}]');
-    assert.is(svc.stdout().split(token as string).length - 1, 1, 'the token is printed once, and never logged');
   } finally {
-    svc.child.kill('SIGKILL');
+    svc.child.kill('SIGTERM');
     await svc.exited;
   }
+  const messages = jsonLines(svc.stdout()).map((line) => (line as { msg?: string }).msg);
+  assert.ok(messages.some((m) => m?.startsWith('in-memory storage: every plant is lost')));
+  assert.ok(messages.includes('stopped'));
 });
 
 test('the listening line names the API reference page', async () => {
-  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1' });
+  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1', AUTH_TOKENS: TOKENS });
   try {
     await svc.waitFor(listening);
     const line = svc
@@ -60,7 +82,11 @@ test('a port already in use stops start-up with exit 1', async () => {
   });
   try {
     await first.waitFor(listening);
-    const second = runNode('bootstrap/main.js', { PORT: String(portOf(first.stdout())), HOST: '127.0.0.1' });
+    const second = runNode('bootstrap/main.js', {
+      PORT: String(portOf(first.stdout())),
+      HOST: '127.0.0.1',
+      AUTH_TOKENS: TOKENS,
+    });
     assert.is(await second.exited, 1);
     assert.match(second.stderr(), /^start-up failed: .*EADDRINUSE/);
   } finally {
@@ -83,7 +109,7 @@ test('a port in use suggests one that is free now: neither the busy port nor the
       next.once('error', () => resolve(false));
       next.listen(busy + 1, '127.0.0.1', () => resolve(true));
     });
-    const second = runNode('bootstrap/main.js', { PORT: String(busy), HOST: '127.0.0.1' });
+    const second = runNode('bootstrap/main.js', { PORT: String(busy), HOST: '127.0.0.1', AUTH_TOKENS: TOKENS });
     assert.is(await second.exited, 1);
     const suggested = /for example PORT=(\d+) \(free now\)\n$/.exec(second.stderr());
     assert.ok(suggested !== null, second.stderr());

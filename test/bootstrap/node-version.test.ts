@@ -8,8 +8,8 @@ import { distRoot } from '../support/process.js';
 
 const test = suite('supported Node.js versions');
 
-test('the supported lines are accepted: 20 from 20.19, 22 from 22.12, 24 and later', () => {
-  for (const v of ['20.19.0', '20.20.2', 'v20.19.5', '22.12.0', '22.22.1', '24.0.0', '24.19.0', '25.1.0', '26.0.0-pre'])
+test('the supported lines are accepted: 24, 26 and later', () => {
+  for (const v of ['24.0.0', '24.19.0', 'v24.1.5', '26.0.0-pre', '26.12.1', '27.0.0'])
     assert.is(nodeVersionProblem(v), undefined, v);
 });
 
@@ -17,6 +17,9 @@ test('older releases, odd end-of-life lines and unreadable versions are refused 
   for (const v of [
     '18.20.4',
     '20.0.0',
+    '20.20.2',
+    '22.22.1',
+    '25.1.0',
     '20.18.3',
     '21.7.3',
     '22.11.0',
@@ -30,7 +33,7 @@ test('older releases, odd end-of-life lines and unreadable versions are refused 
     const problem = nodeVersionProblem(v);
     assert.is(
       problem,
-      `Node.js ${v} is not supported: Plant Store needs Node.js ${SUPPORTED_NODE} (production: 24 LTS)`,
+      `Node.js ${v} is not supported: Plant Store needs Node.js ${SUPPORTED_NODE} (production: 26 LTS)`,
       v,
     );
   }
@@ -57,7 +60,7 @@ const runAs = (version: string, script: string, args: string[] = []) =>
   });
 
 const refusal = (v: string) =>
-  `Node.js ${v} is not supported: Plant Store needs Node.js ${SUPPORTED_NODE} (production: 24 LTS)\n`;
+  `Node.js ${v} is not supported: Plant Store needs Node.js ${SUPPORTED_NODE} (production: 26 LTS)\n`;
 
 test('the service process on an unsupported Node.js prints one line and exits 1 before reading its configuration', async () => {
   const { code, stdout, stderr } = await runAs('22.11.0', 'bootstrap/main.js');

@@ -116,4 +116,35 @@ test('SIGINT to the npm process (Ctrl-C) stops the service the same way', async 
   assert.is(running(pid), false);
 });
 
+test('with no token configured, the token made for the run reaches stderr, works, and stdout stays JSON lines', async () => {
+  // What `npm start` runs (package.json: exec node scripts/launch.mjs ...), without npm's own banner lines.
+  const child = spawn(process.execPath, ['scripts/launch.mjs', 'dist/bootstrap/main.js'], {
+    cwd: root,
+    env: { PATH: process.env['PATH'] ?? '', PORT: '0', HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise((resolve) => child.once('close', resolve));
+  try {
+    await eventually('the service listens', () => /"msg":"listening"/.test(out), { timeoutMs: 30_000 });
+    const token = /generated a token[^\n]*\n([A-Za-z0-9_-]{43})\n/.exec(err)?.[1] ?? '';
+    assert.match(err, /In-memory storage: every plant is lost/);
+    const { port } = JSON.parse(/\{[^\n]*"msg":"listening"[^\n]*\}/.exec(out)?.[0] ?? '{}') as { port: number };
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const base = `http://127.0.0.1:${port}`;
+    assert.is((await fetch(`${base}/plants`, { method: 'POST', headers, body: '{"id":1,"name":"Fern"}' })).status, 200);
+    assert.is(await (await fetch(`${base}/plants`, { headers })).text(), '[{"name":"Fern"}]');
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+  const lines = out.split('\n').filter((l) => l !== '');
+  for (const line of lines) assert.not.throws(() => JSON.parse(line) as unknown, `not JSON: ${line}`);
+  assert.ok(lines.length > 3);
+  assert.is(out.includes(/\n([A-Za-z0-9_-]{43})\n/.exec(err)?.[1] ?? 'none'), false, 'the token is not in the log');
+});
+
 run();

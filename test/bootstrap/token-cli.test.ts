@@ -77,6 +77,71 @@ test('issue, use over HTTP, revoke, then 401 at the next request', async () => {
   }
 });
 
+test('four tokens of two owners: list by owner shows its own without secrets; revoke by owner and subject refuses exactly those on a running service', async () => {
+  const run = Date.now().toString(36);
+  const owners = [`a-${run}`, `b-${run}`];
+  const issue = async (owner: string, subject: string) => {
+    const issued = await cli([
+      'issue',
+      '--owner',
+      owner,
+      '--subject',
+      subject,
+      '--scopes',
+      'plants:read',
+      '--ttl',
+      '600',
+    ]);
+    assert.is(issued.code, 0, issued.stderr);
+    return { owner, subject, token: issued.stdout.trim() };
+  };
+  const tokens: Array<{ owner: string; subject: string; token: string }> = [];
+  for (const owner of owners) for (const subject of ['ci', 'ops']) tokens.push(await issue(owner, subject));
+
+  const listed = await cli(['list', '--owner', owners[0] as string]);
+  assert.is(listed.code, 0, listed.stderr);
+  const rows = listed.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { owner: string; subject: string; scopes: string[]; issued: string; expires: string });
+  assert.equal(rows.map((r) => [r.owner, r.subject, r.scopes]).sort(), [
+    [owners[0], 'ci', ['plants:read']],
+    [owners[0], 'ops', ['plants:read']],
+  ]);
+  for (const r of rows) {
+    const ttl = Date.parse(r.expires) - Date.parse(r.issued);
+    assert.ok(Math.abs(ttl - 600_000) < 5_000, `expires 600 s after it was issued: ${r.issued} ${r.expires}`);
+  }
+  for (const { token } of tokens) assert.not.ok(listed.stdout.includes(token) || listed.stderr.includes(token));
+
+  // The token cache is on (its default): revocation still reaches the running process at once.
+  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1', AUTH: 'redis', REDIS_URL: await uri() });
+  try {
+    await svc.waitFor(/"msg":"listening"/);
+    const base = `http://127.0.0.1:${/"port":(\d+)/.exec(svc.stdout())?.[1]}`;
+    const statuses = () =>
+      Promise.all(
+        tokens.map(async ({ token }) => {
+          const res = await fetch(`${base}/plants`, { headers: { authorization: `Bearer ${token}` } });
+          await res.arrayBuffer();
+          return res.status;
+        }),
+      );
+    assert.equal(await statuses(), [200, 200, 200, 200]);
+    const revoked = await cli(['revoke', '--owner', owners[0] as string, '--subject', 'ci']);
+    assert.is(revoked.code, 0, revoked.stderr);
+    assert.is(revoked.stdout, 'revoked 1\n');
+    assert.equal(await statuses(), [401, 200, 200, 200]);
+    assert.is((await cli(['revoke', '--owner', owners[1] as string])).stdout, 'revoked 2\n');
+    assert.equal(await statuses(), [401, 200, 401, 401]);
+  } finally {
+    svc.child.kill('SIGTERM');
+    assert.is(await svc.exited, 0);
+  }
+  const left = await cli(['list', '--owner', owners[0] as string, '--subject', 'ops']);
+  assert.is(left.stdout.trim().split('\n').length, 1);
+});
+
 test('bad arguments print the usage line and exit 2', async () => {
   for (const args of [
     [],
@@ -89,7 +154,8 @@ test('bad arguments print the usage line and exit 2', async () => {
     ['revoke'],
     ['revoke', 'a', 'b'],
     ['revoke', '--bogus'],
-    ['revoke', '--owner', 'acme'],
+    ['revoke', '--owner', 'acme', 'a-token'],
+    ['revoke', '--subject', 'ci'],
   ]) {
     const run = await cli(args);
     assert.is(run.code, 2, args.join(' '));

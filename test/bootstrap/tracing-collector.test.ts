@@ -72,7 +72,7 @@ test('a collector that never answers: every request is answered, the spans beyon
     for (const socket of sockets) socket.destroy();
     collector.close();
   }
-  assert.match(svc.stdout(), /"msg":"shutdown bound reached: queued spans not exported"/);
+  assert.match(svc.stdout(), /"collectorFailing":false,"msg":"queued spans not exported"/);
 });
 
 test('a collector nobody listens for: every request is answered, the failed exports are counted', async () => {
@@ -80,7 +80,16 @@ test('a collector nobody listens for: every request is answered, the failed expo
   const { base, svc } = await serve(serviceEnv(`http://127.0.0.1:${port}`));
   try {
     await creates(base);
-    await eventually('failed exports counted', async () => (await dropped(base, 'export_failed')) > 0, {
+    const failed = await eventually(
+      'failed exports counted',
+      async () => {
+        const count = await dropped(base, 'export_failed');
+        return count > 0 && count;
+      },
+      { timeoutMs: 30_000, everyMs: 100 },
+    );
+    await creates(base);
+    await eventually('more failed exports', async () => (await dropped(base, 'export_failed')) > failed, {
       timeoutMs: 30_000,
       everyMs: 100,
     });
@@ -88,6 +97,14 @@ test('a collector nobody listens for: every request is answered, the failed expo
     svc.child.kill('SIGTERM');
     assert.is(await svc.exited, 0, svc.stderr());
   }
+  const lines = svc
+    .stdout()
+    .split('\n')
+    .filter((l) => l.includes('"backend":"trace collector"'));
+  assert.is(lines.length, 1, 'the outage is one line, however many exports failed');
+  assert.match(lines[0] ?? '', /"level":40,.*"reason":"[^"]+".*"msg":"trace collector unavailable: spans are dropped"/);
+  // The stop does not wait for an export that cannot happen.
+  assert.match(svc.stdout(), /"collectorFailing":true,"msg":"queued spans not exported"/);
 });
 
 test('OTEL_SDK_DISABLED=true turns tracing off whatever endpoint is set: no trace ids, no span counters', async () => {

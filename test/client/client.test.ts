@@ -1,6 +1,4 @@
 import * as TE from 'fp-ts/lib/TaskEither.js';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as assert from 'uvu/assert';
 import { memoryRateLimiter } from '../../adapters/rate-limit/memory/memory-rate-limiter.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
@@ -121,127 +119,11 @@ for (const backend of storageBackends()) {
   run();
 }
 
-const failures = suite('TypeScript client: failures and retries, on memory');
-/** A test on a service of its own (memory storage, `overrides`). */
-const test = (
-  title: string,
-  body: (ctx: { svc: Service }) => Promise<void>,
-  overrides: Parameters<typeof startService>[0] = {},
-) =>
-  failures(title, async () => {
-    const svc = await startService(overrides);
-    try {
-      await body({ svc });
-    } finally {
-      await svc.close();
-    }
-  });
-
-test('an identical create answers the stored plant again; a different one is a 409 PlantStoreError', async ({
-  svc,
-}) => {
-  const client = clientOf(svc);
-  await client.create({ id: 7n, name: 'Fern', tag: 'shade' });
-  assert.equal(await client.create({ id: 7n, name: 'Fern', tag: 'shade' }), { name: 'Fern', tag: 'shade' });
-  const conflict = await rejection(client.create({ id: 7n, name: 'Moss' }));
-  assert.instance(conflict, Error);
-  assert.is(conflict.name, 'PlantStoreError');
-  assert.is(conflict.status, 409);
-  assert.is(conflict.message, 'id: a plant with this id and a different name or tag already exists');
-  assert.match(conflict.requestId ?? '', /^[A-Za-z0-9._:-]{1,128}$/);
-  assert.is(conflict.retryAfter, undefined);
-});
-
-test('the request id of a failure is the one the server logged for it; a caller may choose it', async ({ svc }) => {
-  const failed = await rejection(clientOf(svc).delete(404n, { requestId: 'client-test-1' }));
-  assert.is(failed.requestId, 'client-test-1');
-  assert.ok(svc.logs().some((l) => l['reqId'] === 'client-test-1' && l['status'] === 404));
-});
-
-test('400: the contract message names the field and the rule', async ({ svc }) => {
-  const client = clientOf(svc);
-  const blank = await rejection(client.create({ id: 1n, name: '   ' }));
-  assert.equal([blank.status, blank.message], [400, 'name: must contain a non-whitespace character']);
-  const limit = await rejection(client.page({ limit: 0 }));
-  assert.equal([limit.status, limit.message], [400, 'limit: must be an integer from 1 to 2147483647']);
-  const cursor = await rejection(client.page({ cursor: 'not-a-cursor' }));
-  assert.equal([cursor.status, cursor.message], [400, 'cursor: must be a cursor taken from a next link']);
-  const outOfRange = await rejection(client.delete(INT64_MAX + 1n));
-  assert.is(outOfRange.status, 400);
-  assert.match(outOfRange.message, /^id: /);
-});
-
-test('401 for an unknown token; the token may be a function, called for every request', async ({ svc }) => {
-  const unknown = await rejection(clientOf(svc, 'not-a-token-of-this-service').page());
-  assert.equal(
-    [unknown.status, unknown.message],
-    [401, 'authorization: the bearer token is unknown, expired or revoked'],
-  );
-  let calls = 0;
-  const client = clientOf(svc, async () => {
-    calls++;
-    return svc.token.alice;
-  });
-  await client.create({ id: 1n, name: 'a' });
-  await client.page();
-  assert.is(calls, 2);
-});
-
-test(
-  '403 for a missing scope and for a full quota',
-  async ({ svc }) => {
-    const reader = await rejection(clientOf(svc, svc.token.aliceReader).create({ id: 1n, name: 'a' }));
-    assert.equal([reader.status, reader.message], [403, 'authorization: the token lacks the scope plants:write']);
-    const client = clientOf(svc);
-    await client.create({ id: 1n, name: 'a' });
-    const full = await rejection(client.create({ id: 2n, name: 'b' }));
-    assert.is(full.status, 403);
-    assert.match(full.message, /^quota: /);
-  },
-  { maxPlantsPerOwner: 1 },
-);
-
-test('404: a delete of no plant, without a 503 before, rejects', async ({ svc }) => {
-  const missing = await rejection(clientOf(svc).delete(12345n));
-  assert.equal([missing.status, missing.message], [404, 'id: no plant with this id']);
-});
-
-test('413: a body over the limit', async ({ svc }) => {
-  const big = await rejection(clientOf(svc).create({ id: 1n, name: 'x'.repeat(20_000) }));
-  assert.equal([big.status, big.message], [413, 'body: must be at most 16384 bytes']);
-});
-
-test(
-  '429 carries Retry-After in seconds, and is not retried',
-  async ({ svc }) => {
-    const client = clientOf(svc, svc.token.alice, 3);
-    await client.page();
-    const limited = await rejection(client.page());
-    assert.is(limited.status, 429);
-    assert.match(limited.message, /^too many requests: /);
-    assert.ok(limited.retryAfter !== undefined && limited.retryAfter >= 1 && limited.retryAfter <= 60);
-    assert.is(svc.logs().filter((l) => l['status'] === 429).length, 1, 'sent once');
-  },
-  { limiter: memoryRateLimiter({ max: 1, windowMs: 60_000 }) },
-);
-
-test(
-  '507: the in-memory store full for every owner',
-  async ({ svc }) => {
-    const client = clientOf(svc);
-    await client.create({ id: 1n, name: 'a' });
-    const full = await rejection(client.create({ id: 2n, name: 'b' }));
-    assert.is(full.status, 507);
-  },
-  { plants: memoryPlantRepository({ maxPlants: 1 }) },
-);
-
 /**
- * The memory repository with faults on demand: the next `count` calls of `op` answer StorageUnavailable (the service's
- * 503), either before doing anything or after doing it (a reply lost on the way back from the store).
+ * `real` with faults on demand: the next `count` calls of `op` answer StorageUnavailable (the service's 503), either
+ * before doing anything or after doing it (a reply lost on the way back from the store).
  */
-const faulty = () => {
-  const real = memoryPlantRepository();
+const faulty = (real: PlantRepository) => {
   type Op = 'insert' | 'page' | 'remove';
   const faults: Record<Op, { count: number; afterApplying: boolean }> = {
     insert: { count: 0, afterApplying: false },
@@ -269,22 +151,141 @@ const faulty = () => {
   };
 };
 
-/** A test on a service over a `faulty()` store of its own. */
-const faultTest = (title: string, body: (ctx: { svc: Service; store: ReturnType<typeof faulty> }) => Promise<void>) => {
-  const store = faulty();
-  test(title, ({ svc }) => body({ svc, store }), { plants: store.plants });
-};
+type Faulty = ReturnType<typeof faulty>;
+type Overrides = Parameters<typeof startService>[0];
 
-faultTest('503 without retries: the error carries Retry-After (1 s) and the request id', async ({ svc, store }) => {
-  store.failNext('page', 1);
-  const down = await rejection(clientOf(svc).page());
-  assert.equal([down.status, down.message, down.retryAfter], [503, 'storage is unavailable, retry later', 1]);
-  assert.match(down.requestId ?? '', /^[A-Za-z0-9._:-]{1,128}$/);
-});
+for (const backend of storageBackends()) {
+  /** Each test on a service of its own over this backend's repository, with faults on demand, and `overrides`. */
+  const { test: on, subject, run } = suiteWith(`TypeScript client: kinds of failure [${backend.name}]`, backend.setup);
+  const test = (
+    title: string,
+    body: (ctx: { svc: Service; store: Faulty }) => Promise<void>,
+    overrides: Overrides = {},
+  ) =>
+    on(title, async (ctx) => {
+      const store = faulty(subject(ctx).repo);
+      const svc = await startService({ plants: store.plants, ...overrides });
+      try {
+        await body({ svc, store });
+      } finally {
+        await svc.close();
+      }
+    });
 
-faultTest(
-  'retries: a create answered 503 is sent again after Retry-After and resolves; the bound is kept',
-  async ({ svc, store }) => {
+  test('conflict: an identical create answers the stored plant again, a different one 409', async ({ svc }) => {
+    const client = clientOf(svc);
+    await client.create({ id: 7n, name: 'Fern', tag: 'shade' });
+    assert.equal(await client.create({ id: 7n, name: 'Fern', tag: 'shade' }), { name: 'Fern', tag: 'shade' });
+    const conflict = await rejection(client.create({ id: 7n, name: 'Moss' }));
+    assert.instance(conflict, Error);
+    assert.equal([conflict.name, conflict.kind, conflict.status], ['PlantStoreError', 'conflict', 409]);
+    assert.is(conflict.message, 'id: a plant with this id and a different name or tag already exists');
+    assert.match(conflict.requestId ?? '', /^[A-Za-z0-9._:-]{1,128}$/);
+    assert.is(conflict.retryAfter, undefined);
+    assert.is(
+      String(conflict),
+      `PlantStoreError [conflict, HTTP 409, request id ${conflict.requestId}]: id: a plant with this id and a different name or tag already exists`,
+    );
+  });
+
+  test('not-found: a delete of no plant, without an uncertain attempt before', async ({ svc }) => {
+    const missing = await rejection(clientOf(svc).delete(12345n));
+    assert.equal([missing.kind, missing.status, missing.message], ['not-found', 404, 'id: no plant with this id']);
+  });
+
+  test('invalid: the service’s 400 names the field and the rule; 413 for a body over the limit', async ({ svc }) => {
+    const client = clientOf(svc);
+    const blank = await rejection(client.create({ id: 1n, name: '   ' }));
+    assert.equal(
+      [blank.kind, blank.status, blank.message],
+      ['invalid', 400, 'name: must contain a non-whitespace character'],
+    );
+    const limit = await rejection(client.page({ limit: 0 }));
+    assert.equal([limit.kind, limit.message], ['invalid', 'limit: must be an integer from 1 to 2147483647']);
+    const cursor = await rejection(client.page({ cursor: 'not-a-cursor' }));
+    assert.equal([cursor.kind, cursor.message], ['invalid', 'cursor: must be a cursor taken from a next link']);
+    assert.is(cursor.cursor, 'not-a-cursor', 'the cursor of the page that failed');
+    const outOfRange = await rejection(client.delete(INT64_MAX + 1n));
+    assert.equal([outOfRange.kind, outOfRange.status], ['invalid', 400]);
+    const big = await rejection(client.create({ id: 1n, name: 'x'.repeat(20_000) }));
+    assert.equal([big.kind, big.status, big.message], ['invalid', 413, 'body: must be at most 16384 bytes']);
+  });
+
+  test('unauthorized: 401 for an unknown token; a token function is called for every request', async ({ svc }) => {
+    const unknown = await rejection(clientOf(svc, 'not-a-token-of-this-service').page());
+    assert.equal(
+      [unknown.kind, unknown.status, unknown.message],
+      ['unauthorized', 401, 'authorization: the bearer token is unknown, expired or revoked'],
+    );
+    let calls = 0;
+    const client = clientOf(svc, async () => {
+      calls++;
+      return svc.token.alice;
+    });
+    await client.create({ id: 1n, name: 'a' });
+    await client.page();
+    assert.is(calls, 2);
+  });
+
+  test('missing-scope: 403 for a token without plants:write', async ({ svc }) => {
+    const reader = await rejection(clientOf(svc, svc.token.aliceReader).create({ id: 1n, name: 'a' }));
+    assert.equal(
+      [reader.kind, reader.status, reader.message],
+      ['missing-scope', 403, 'authorization: the token lacks the scope plants:write'],
+    );
+  });
+
+  test(
+    'quota: the state read after a create, and a full quota is its own kind of 403',
+    async ({ svc }) => {
+      const client = clientOf(svc);
+      assert.is(client.quota, undefined, 'nothing answered yet');
+      await client.create({ id: 1n, name: 'a' });
+      // Quota-Used is left out while the serving process has not counted the owner (MongoDB: see docs/storage.md).
+      const counted = (used: number) => (backend.name === 'memory' ? [used] : [used, undefined]);
+      assert.is(client.quota?.limit, 2);
+      assert.ok(counted(1).includes(client.quota?.used), `used: ${client.quota?.used}`);
+      await client.create({ id: 2n, name: 'b' });
+      assert.is(client.quota?.limit, 2);
+      assert.ok(counted(2).includes(client.quota?.used), `used: ${client.quota?.used}`);
+      const full = await rejection(client.create({ id: 3n, name: 'c' }));
+      assert.equal([full.kind, full.status], ['quota', 403]);
+      assert.match(full.message, /^quota: /);
+      assert.equal(client.quota, { limit: 2, used: 2 }, 'the refusal carries the figures too');
+    },
+    { maxPlantsPerOwner: 2 },
+  );
+
+  test(
+    'rate-limited: 429 with Retry-After, not retried; the allowance read after each answer',
+    async ({ svc }) => {
+      const client = clientOf(svc, svc.token.alice, 3);
+      await client.page();
+      assert.equal(client.rateLimit?.limit, 1);
+      assert.equal(client.rateLimit?.remaining, 0);
+      const limited = await rejection(client.page());
+      assert.equal([limited.kind, limited.status], ['rate-limited', 429]);
+      assert.match(limited.message, /^too many requests: /);
+      assert.ok(limited.retryAfter !== undefined && limited.retryAfter >= 1 && limited.retryAfter <= 60);
+      assert.is(svc.logs().filter((l) => l['status'] === 429).length, 1, 'sent once');
+    },
+    { limiter: memoryRateLimiter({ max: 1, windowMs: 60_000 }) },
+  );
+
+  test('unavailable: 503 with Retry-After (1 s) and the request id, without retries', async ({ svc, store }) => {
+    store.failNext('page', 1);
+    const down = await rejection(clientOf(svc).page());
+    assert.equal(
+      [down.kind, down.status, down.message, down.retryAfter],
+      ['unavailable', 503, 'storage is unavailable, retry later', 1],
+    );
+    assert.match(down.requestId ?? '', /^[A-Za-z0-9._:-]{1,128}$/);
+  });
+
+  test('retries: a create answered 503 is sent again after Retry-After and resolves; the bound is kept', async ({
+    svc,
+    store,
+  }) => {
     store.failNext('insert', 1, true); // stored, but the reply lost: the retry finds the identical plant
     assert.equal(await clientOf(svc, svc.token.alice, 1).create({ id: 1n, name: 'a' }), { name: 'a' });
     store.failNext('insert', 2);
@@ -293,12 +294,9 @@ faultTest(
     assert.equal(await stored(svc), ['a']);
     const requests = svc.logs().filter((l) => l['route'] === 'POST /plants' && l['status'] === 503).length;
     assert.is(requests, 3, 'one retry per call, no more');
-  },
-);
+  });
 
-faultTest(
-  'retries: a delete answered 503 whose retry answers 404 resolves deleted-or-absent',
-  async ({ svc, store }) => {
+  test('retries: a delete answered 503 whose retry answers 404 resolves deleted-or-absent', async ({ svc, store }) => {
     const client = clientOf(svc, svc.token.alice, 2);
     await client.create({ id: 1n, name: 'a' });
     store.failNext('remove', 1, true); // the first attempt deletes it; its reply is lost
@@ -307,57 +305,98 @@ faultTest(
     await client.create({ id: 2n, name: 'b' });
     store.failNext('remove', 1); // nothing done: the retry deletes it
     assert.is(await client.delete(2n), 'deleted');
-  },
-);
+  });
 
-faultTest('retries: a Retry-After longer than maxRetryDelayMs is not waited for', async ({ svc, store }) => {
-  const client = new PlantStore({ baseUrl: svc.base, token: svc.token.alice, retries: 5, maxRetryDelayMs: 500 });
-  store.failNext('page', 1);
-  assert.is((await rejection(client.page())).status, 503);
-  assert.is(svc.logs().filter((l) => l['route'] === 'GET /plants').length, 1, 'sent once');
+  test('a listing that fails mid-way resumes from the error’s cursor: every plant once', async ({ svc, store }) => {
+    const client = clientOf(svc);
+    for (let id = 1n; id <= 5n; id++) await client.create({ id, name: `p${id}` });
+    const seen: string[] = [];
+    let failed: PlantStoreError | undefined;
+    try {
+      for await (const plant of client.list({ limit: 2 })) {
+        seen.push(plant.name);
+        if (plant.name === 'p2') store.failNext('page', 1); // the second page fails
+      }
+    } catch (e) {
+      if (!(e instanceof PlantStoreError)) throw e;
+      failed = e;
+    }
+    assert.equal([failed?.kind, seen], ['unavailable', ['p1', 'p2']]);
+    assert.type(failed?.cursor, 'string');
+    for await (const plant of client.list({ limit: 2, cursor: failed?.cursor })) seen.push(plant.name);
+    assert.equal(seen, ['p1', 'p2', 'p3', 'p4', 'p5']);
+  });
+
+  run();
+}
+
+const failures = suite('TypeScript client: failures and retries, on memory');
+/** A test on a service of its own (memory storage, `overrides`). */
+const test = (title: string, body: (ctx: { svc: Service }) => Promise<void>, overrides: Overrides = {}) =>
+  failures(title, async () => {
+    const svc = await startService(overrides);
+    try {
+      await body({ svc });
+    } finally {
+      await svc.close();
+    }
+  });
+
+test('the request id of a failure is the one the server logged for it; a caller may choose it', async ({ svc }) => {
+  const failed = await rejection(clientOf(svc).delete(404n, { requestId: 'client-test-1' }));
+  assert.is(failed.requestId, 'client-test-1');
+  assert.ok(svc.logs().some((l) => l['reqId'] === 'client-test-1' && l['status'] === 404));
 });
 
-faultTest(
-  'retries: an abort during the wait before a retry rejects with its reason and sends nothing more',
-  async ({ svc, store }) => {
-    store.failNext('page', 1);
-    const controller = new AbortController();
-    const client = clientOf(svc, svc.token.alice, 3);
-    const reason = new Error('the caller gave up');
-    setTimeout(() => controller.abort(reason), 200); // within the 1 s the 503 asks to wait
+test('a request id the service would replace is refused before sending', async ({ svc }) => {
+  for (const requestId of ['', 'has space', 'x'.repeat(129)]) {
+    const refused = await rejection(clientOf(svc).page({}, { requestId }));
+    assert.equal([refused.kind, refused.status], ['invalid', 0]);
+    assert.match(refused.message, /^requestId: /);
+  }
+  assert.is(svc.logs().filter((l) => l['route'] === 'GET /plants').length, 0, 'nothing sent');
+});
+
+test('a token that is empty or malformed fails at construction; a token function’s, before sending', async ({
+  svc,
+}) => {
+  for (const token of ['', 'two words', 'line\nbreak']) {
     try {
-      await client.page({}, { signal: controller.signal });
-      assert.unreachable('the call resolved');
+      clientOf(svc, token);
+      assert.unreachable(`constructed with ${JSON.stringify(token)}`);
     } catch (e) {
-      assert.is(e, reason);
+      assert.instance(e, PlantStoreError);
+      assert.equal([(e as PlantStoreError).kind, (e as PlantStoreError).status], ['unauthorized', 0]);
     }
-    assert.ok(svc.logs().filter((l) => l['route'] === 'GET /plants').length <= 1, 'no retry sent');
+  }
+  const empty = await rejection(clientOf(svc, () => '').page());
+  assert.equal([empty.kind, empty.status], ['unauthorized', 0]);
+  const cause = new Error('the vault is sealed');
+  const thrown = await rejection(
+    clientOf(svc, () => {
+      throw cause;
+    }).page(),
+  );
+  assert.equal([thrown.kind, thrown.status, thrown.cause], ['unauthorized', 0, cause]);
+  assert.is(svc.logs().filter((l) => l['route'] === 'GET /plants').length, 0, 'nothing sent');
+});
+
+test(
+  'storage-full: 507, the in-memory store full for every owner',
+  async ({ svc }) => {
+    const client = clientOf(svc);
+    await client.create({ id: 1n, name: 'a' });
+    const full = await rejection(client.create({ id: 2n, name: 'b' }));
+    assert.equal([full.kind, full.status], ['storage-full', 507]);
   },
+  { plants: memoryPlantRepository({ maxPlants: 1 }) },
 );
 
-failures(
-  'a proxy’s answer without the Error body: its status, a message saying so, Retry-After as an HTTP date',
-  async () => {
-    const proxy = createServer((_req, res) => {
-      res.writeHead(503, { 'content-type': 'text/html', 'retry-after': new Date(Date.now() + 5000).toUTCString() });
-      res.end('<html><body>Service Unavailable</body></html>');
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    try {
-      const base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-      const failed = await rejection(new PlantStore({ baseUrl: base, token: 't' }).page());
-      assert.is(failed.status, 503);
-      assert.is(failed.message, "HTTP 503 without the service's Error body (a proxy's answer, or not this service)");
-      assert.is(failed.requestId, undefined);
-      assert.ok(
-        failed.retryAfter !== undefined && failed.retryAfter >= 3 && failed.retryAfter <= 6,
-        `${failed.retryAfter}`,
-      );
-    } finally {
-      await new Promise((resolve) => proxy.close(resolve));
-    }
-  },
-);
+test('a tag given as undefined is left out', async ({ svc }) => {
+  const client = clientOf(svc);
+  const tag: string | undefined = undefined;
+  assert.equal(await client.create({ id: 1n, name: 'a', tag }), { name: 'a' });
+});
 
 test('a base URL with a trailing slash works', async ({ svc }) => {
   const client = new PlantStore({ baseUrl: `${svc.base}/`, token: svc.token.alice });

@@ -1,14 +1,5 @@
 import { execFile } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
@@ -24,10 +15,12 @@ import { storageBackends } from '../support/storage-backends.js';
 import { suiteWith } from '../support/suites.js';
 
 /**
- * The client package as its users get it: built by its own tsconfig (DOM lib, no Node.js types) into
- * node_modules/@plant-store/client of a scratch project, imported there by name through its `exports`; the program of
- * its README type-checked and run against the service on every storage backend; a `number` id refused by tsc; its
- * generated types equal to what the served document generates.
+ * The client package as its users get it, as client/README.md says: `npm run client:pack` in a fresh clone of the
+ * repository (a `git clone` of HEAD: commit before running this), offline from npm's cache, then
+ * `npm install <tarball>` in a scratch project; every `ts` block of the README type-checked there with strict
+ * settings, its program and a program written from an earlier README run against the service on every storage
+ * backend; a `number` id refused by tsc; CommonJS `require()`; its generated types equal to what the served document
+ * generates.
  */
 const repo = join(distRoot, '..');
 const exec = promisify(execFile);
@@ -60,41 +53,56 @@ const typecheck = async (dir: string, files: string[]): Promise<string | undefin
   }
 };
 
+/** npm never asks the registry here: what the packing and the install need is in npm's cache after `npm ci`. */
+const offline = { ...process.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' };
+
 /**
- * A scratch project with the package installed from the tarball `npm pack` makes in client/ (its `prepack` builds
- * client/dist with the package's own tsconfig; `files` decides what ships), once per run.
+ * A scratch project with the package installed as the README says, once per run: the repository cloned, the
+ * tarball made there by `npm run client:pack`, and installed by `npm install <tarball>`.
  */
 let project: Promise<string> | undefined;
 const packaged = () =>
   (project ??= (async () => {
     const parent = join(distRoot, 'test-artifacts');
     mkdirSync(parent, { recursive: true });
-    const dir = mkdtempSync(join(parent, 'client-package-'));
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-    const { stdout } = await exec('npm', ['pack', '--json', '--pack-destination', dir], { cwd: join(repo, 'client') });
-    const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
-    await exec('tar', ['-xzf', join(dir, filename), '-C', dir]);
-    mkdirSync(join(dir, 'node_modules', '@plant-store'), { recursive: true });
-    renameSync(join(dir, 'package'), join(dir, 'node_modules', '@plant-store', 'client'));
-    writeFileSync(join(dir, 'package.json'), '{"type": "module", "private": true}');
+    const scratch = mkdtempSync(join(parent, 'client-package-'));
+    process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
+    const clone = join(scratch, 'clone');
+    await exec('git', ['clone', '--quiet', repo, clone]);
+    await exec('npm', ['run', 'client:pack'], { cwd: clone, env: offline });
+    const tarball = readdirSync(clone).find((f) => /^plant-store-client-.*\.tgz$/.test(f));
+    if (tarball === undefined) throw new Error('npm run client:pack left no plant-store-client-*.tgz');
+    const dir = join(scratch, 'project');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'package.json'), '{"name": "scratch", "type": "module", "private": true}');
+    await exec('npm', ['install', '--no-audit', '--no-fund', join(clone, tarball)], { cwd: dir, env: offline });
     return dir;
   })());
 
-/** The first ```ts block of client/README.md: its complete program. */
-const readmeProgram = (): string => {
+/** The ```ts blocks of client/README.md: its complete program first. */
+const readmeBlocks = (): string[] => {
   const readme = readFileSync(join(repo, 'client', 'README.md'), 'utf8');
-  const program = /^```ts\n([\s\S]*?)^```$/m.exec(readme)?.[1];
-  if (program === undefined) throw new Error('client/README.md has no ```ts block');
-  return program;
+  const blocks = [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? '');
+  if (blocks.length === 0) throw new Error('client/README.md has no ```ts block');
+  return blocks;
 };
 
-/** The README program written into the scratch project and type-checked, once: tsc's output when it fails. */
+/**
+ * The README's blocks (program.ts, block-2.ts, ...) and a program an integrator wrote from an earlier README
+ * (compat-program.ts, kept as written: the API stays compatible with it) written into the scratch project and
+ * type-checked, once: tsc's output when it fails.
+ */
 let programChecked: Promise<string | undefined> | undefined;
 const readmeProgramChecked = () =>
   (programChecked ??= (async () => {
     const dir = await packaged();
-    writeFileSync(join(dir, 'program.ts'), readmeProgram());
-    return typecheck(dir, ['program.ts']);
+    const files = readmeBlocks().map((block, i) => {
+      const file = i === 0 ? 'program.ts' : `block-${i + 1}.ts`;
+      writeFileSync(join(dir, file), block);
+      return file;
+    });
+    writeFileSync(join(dir, 'compat-program.ts'), readFileSync(join(repo, 'test', 'client', 'compat-program.txt')));
+    return typecheck(dir, [...files, 'compat-program.ts']);
   })());
 
 const { test, run: runPackage } = suiteWith('the client package', async () => ({ dir: await packaged() }));
@@ -139,8 +147,23 @@ test('a number id does not compile; a bigint id does', async () => {
   assert.is(await typecheck(dir, ['number-id.ts']), undefined);
 });
 
-test('the README program type-checks against the package', async () => {
+test('every ts block of the README, and a program from an earlier README, type-check against the package', async () => {
   assert.is(await readmeProgramChecked(), undefined);
+});
+
+test('CommonJS: require() gives the package', async () => {
+  const dir = await packaged();
+  writeFileSync(
+    join(dir, 'required.cjs'),
+    [
+      "const { PlantStore, PlantStoreError } = require('@plant-store/client');",
+      "const store = new PlantStore({ baseUrl: 'http://127.0.0.1:9', token: 't' });",
+      'store.page().catch((e) => console.log(e instanceof PlantStoreError, e.kind));',
+      '',
+    ].join('\n'),
+  );
+  const { stdout } = await exec(process.execPath, [join(dir, 'required.cjs')]);
+  assert.is(stdout, 'true network\n');
 });
 
 test('the committed generated types are what the served document generates (npm run client:schema)', async () => {
@@ -158,8 +181,21 @@ test('the committed generated types are what the served document generates (npm 
 
 runPackage();
 
-/** What the README program prints, given the request ids it cannot know. */
+/** What the README program prints. */
 const EXPECTED = [
+  "{ name: 'Fern' }",
+  "{ name: 'Moss', tag: 'shade' }",
+  'listed Fern',
+  'listed Moss',
+  "[ { name: 'Fern' } ] more follow",
+  'then Moss',
+  'conflict 409 id: a plant with this id and a different name or tag already exists',
+  'deleted',
+  'deleted',
+];
+
+/** What the program written from an earlier README prints. */
+const EXPECTED_COMPAT = [
   "{ name: 'Fern' }",
   "{ name: 'Moss', tag: 'shade' }",
   'listed Fern',
@@ -190,16 +226,20 @@ for (const backend of storageBackends()) {
       : setup,
   );
 
-  test('creates 2^53 and 2^53 + 1 as two plants, lists every page, reads a 409 and deletes both', async (ctx) => {
-    const { dir, svc } = subject(ctx);
-    assert.is(await readmeProgramChecked(), undefined, 'it compiles');
-    const { stdout } = await exec(process.execPath, [join(dir, 'program.js')], {
-      env: { PATH: process.env['PATH'] ?? '', PLANT_STORE_URL: svc.base, PLANT_STORE_TOKEN: svc.token.alice },
+  for (const [program, expected] of [
+    ['program.js', EXPECTED],
+    ['compat-program.js', EXPECTED_COMPAT],
+  ] as const)
+    test(`${program}: creates 2^53 and 2^53 + 1 as two plants, lists every page, reads a 409, deletes both`, async (ctx) => {
+      const { dir, svc } = subject(ctx);
+      assert.is(await readmeProgramChecked(), undefined, 'it compiles');
+      const { stdout } = await exec(process.execPath, [join(dir, program)], {
+        env: { PATH: process.env['PATH'] ?? '', PLANT_STORE_URL: svc.base, PLANT_STORE_TOKEN: svc.token.alice },
+      });
+      assert.equal(stdout.trimEnd().split('\n'), expected);
+      const left = await svc.call('GET', '/plants', { token: svc.token.alice });
+      assert.is(left.text, '[]', 'both deleted: 2^53 and 2^53 + 1 were two plants');
     });
-    assert.equal(stdout.trimEnd().split('\n'), EXPECTED);
-    const left = await svc.call('GET', '/plants', { token: svc.token.alice });
-    assert.is(left.text, '[]', 'both deleted: 2^53 and 2^53 + 1 were two plants');
-  });
 
   run();
 }

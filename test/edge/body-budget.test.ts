@@ -47,7 +47,7 @@ test('past MAX_BODY_BYTES held by bodies being read, another body is 503 with Re
     wires.push(third);
     third.write(head(svc, `Content-Length: 100\r\nExpect: 100-continue\r\n`));
     const refused = await third.response(1);
-    assertContractFailure(refused, 503);
+    assertContractFailure(refused, 503, { closes: 'after' });
     assert.ok(Number(refused.headers['retry-after']) >= 1, 'retry-after');
     assert.is(logLineOf(svc.logs(), refused)['route'], 'POST /plants');
     await third.closed();
@@ -55,7 +55,7 @@ test('past MAX_BODY_BYTES held by bodies being read, another body is 503 with Re
     const chunked = await openWire(svc.port);
     wires.push(chunked);
     chunked.write(head(svc, 'Transfer-Encoding: chunked\r\n') + '40\r\n' + plantOf(3, 64) + '\r\n');
-    assertContractFailure(await chunked.response(1), 503);
+    assertContractFailure(await chunked.response(1), 503, { closes: 'after' });
 
     // The first body completes: created, and its bytes are given back, so a body fits again.
     const first = wires[0] as Wire;
@@ -85,7 +85,7 @@ test('a chunked body is counted as it arrives: past the total, 503 before more o
     // Its first 256 KiB fit beside the 1 MiB declared; its next 512 KiB do not.
     chunked.write(`40000\r\n${body.slice(0, 256 * 1024)}\r\n`);
     chunked.write(`80000\r\n${body.slice(256 * 1024, 768 * 1024)}\r\n`);
-    assertContractFailure(await chunked.response(1), 503);
+    assertContractFailure(await chunked.response(1), 503, { closes: 'after' });
   } finally {
     for (const wire of wires) wire.destroy();
     await svc.close();

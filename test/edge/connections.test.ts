@@ -1,7 +1,7 @@
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import pino from 'pino';
 import * as assert from 'uvu/assert';
-import { closeAfterResponses, createHttpServer, defaultServerLimits } from '../../adapters/http/server/server.js';
+import { createHttpServer, defaultServerLimits, drain } from '../../adapters/http/server/server.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { aPlant, right } from '../support/fixtures.js';
 import { startService, type Service } from '../support/http.js';
@@ -164,7 +164,13 @@ test('a burst of refused connections is counted in full in the log, with no refu
     const burst = await Promise.all(Array.from({ length: 6 }, () => openWire(svc.port)));
     wires.push(...burst);
     await Promise.all(burst.map((w) => w.closed(5000))); // every one of the burst is refused
-    await sleep(100);
+    // Each of the first two is either served (it gets an answer) or refused (it is closed): known once it has one.
+    await Promise.all(
+      wires.slice(0, 2).map((w) => {
+        w.write(GET);
+        return Promise.race([w.response(1, 5000), w.closed(5000)]).catch(() => undefined);
+      }),
+    );
     const refused = burst.length + wires.slice(0, 2).filter((w) => w.isClosed()).length;
     const counted = () =>
       svc
@@ -188,12 +194,7 @@ test('a request already sent on a connection accepted as the shutdown begins is 
     logger: pino({ level: 'silent' }),
     limits: defaultServerLimits,
   });
-  server.on('connection', () =>
-    setImmediate(() => {
-      closeAfterResponses(server);
-      server.close();
-    }),
-  );
+  server.on('connection', () => setImmediate(() => void drain(server)));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const received = await new Promise<string>((resolve) => {

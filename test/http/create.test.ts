@@ -245,7 +245,8 @@ for (const backend of storageBackends()) {
       `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n`,
     ]);
     assert.is(res.status, 413);
-    assert.is(res.headers['connection'], 'close');
+    // The body may still be on its way: the answer goes without `Connection: close` (Node would reset the connection
+    // under it) and the connection is closed gracefully after it (test/edge/oversized-body.test.ts).
     assert.is((JSON.parse(res.body) as { error: number }).error, 413);
   });
 

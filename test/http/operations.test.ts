@@ -6,6 +6,7 @@ import type { PlantRepository } from '../../application/ports/plant-repository.j
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { downRepository, downTokenStore } from '../support/fakes.js';
 import { rawRequest, type Service, serviceSuite, startService } from '../support/http.js';
+import { eventually } from '../support/wait.js';
 
 type Ctx = { svc: Service };
 const { test: test, run: run } = serviceSuite('HTTP operational endpoints and common rules');
@@ -200,7 +201,7 @@ faults('a request whose client leaves before its answer still gets its one log l
       `Host: x\r\nAuthorization: Bearer ${svc.token.alice}\r\nX-Request-Id: ${id}\r\n${extra}\r\n`;
     await sendAndLeave(svc.port, `GET /plants HTTP/1.1\r\n${head('left-early', '')}`, () => asked);
     answer();
-    await new Promise((r) => setTimeout(r, 50));
+    await eventually('the request that was left is logged', () => svc.logs().some((l) => l['reqId'] === 'left-early'));
     const lines = svc.logs().filter((l) => l['reqId'] === 'left-early');
     assert.is(lines.length, 1);
     assert.is(lines[0]?.['status'], 499);

@@ -109,12 +109,14 @@ interface QueryResult {
 const query = async (prometheusUri: string, expr: string): Promise<QueryResult> =>
   (await (await fetch(`${prometheusUri}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as QueryResult;
 
-/** Every query of the dashboard, with Grafana's `$__rate_interval` as Prometheus's own syntax cannot have it. */
+/** Every query of the dashboard, with Grafana's `$__rate_interval` and `$instance` (All) as Prometheus can read them. */
 const dashboardQueries = (): string[] => {
   const dashboard = JSON.parse(readFileSync(join(root, 'ops', 'grafana', 'plant-store.json'), 'utf8')) as {
     panels: Array<{ targets: Array<{ expr: string }> }>;
   };
-  return dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr.replaceAll('$__rate_interval', '1m')));
+  return dashboard.panels.flatMap((p) =>
+    p.targets.map((t) => t.expr.replaceAll('$__rate_interval', '1m').replaceAll('$instance', '.*')),
+  );
 };
 
 /** A round of traffic over every route kind: creates, lists, a delete, a 404, the probes. */

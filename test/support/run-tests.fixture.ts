@@ -17,7 +17,11 @@ const mode = process.env['RUN_TESTS_FIXTURE'];
 const test = suite(`run-tests fixture (${mode ?? 'no case'})`);
 
 const startBoth = async () => {
-  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1' });
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AUTH_TOKENS: '[{"token":"t","owner":"o","subject":"s","scopes":[]}]',
+  });
   await svc.waitFor(/"msg":"listening"/);
   const own = spawn('sleep', ['600'], { stdio: ['ignore', 'pipe', 'pipe'] });
   await new Promise((resolve, reject) => own.once('spawn', resolve).once('error', reject));

@@ -17,7 +17,6 @@ const GRACE_MS = 500;
 const BOUND_MS = 30_000;
 
 const runFixture = async (mode: string, pattern = 'support/run-tests\\.fixture\\.js$') => {
-  const started = performance.now();
   const runner = spawn(process.execPath, [join(distRoot, 'test', 'support', 'run-tests.js'), pattern], {
     env: { ...process.env, RUN_TESTS_FIXTURE: mode, TEST_EXIT_GRACE_MS: String(GRACE_MS) },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -34,7 +33,7 @@ const runFixture = async (mode: string, pattern = 'support/run-tests\\.fixture\\
   });
   clearTimeout(timer);
   const pids = [...out.matchAll(/^fixture started (\d+)$/gm)].map((m) => Number(m[1]));
-  return { code, out, ms: performance.now() - started, pids, last: out.trim().split('\n').at(-1) };
+  return { code, out, pids, last: out.trim().split('\n').at(-1) };
 };
 
 /** Whether `pid` still runs (a zombie has ended). */
@@ -49,7 +48,7 @@ const running = (pid: number): boolean => {
 
 test('a test fails while a service and a process it started still run: the run ends, one failed, nothing left', async () => {
   const run = await runFixture('fails');
-  assert.ok(run.ms < BOUND_MS, `the run ended (${Math.round(run.ms)} ms): ${run.out}`);
+  // It ended by itself: a run killed at BOUND_MS has no exit code and no summary line.
   assert.is(run.last, '1 passed, 1 failed, 0 skipped', run.out);
   assert.is(run.code, 1);
   assert.match(run.out, /the failure this fixture is about/);
@@ -61,7 +60,7 @@ test('a test fails while a service and a process it started still run: the run e
 
 test('every test passes but one leaves processes, in a test process that ignores SIGTERM: the run ends, counted as one failure', async () => {
   const run = await runFixture('leaves');
-  assert.ok(run.ms < BOUND_MS, `the run ended (${Math.round(run.ms)} ms): ${run.out}`);
+  // It ended by itself: a run killed at BOUND_MS has no exit code and no summary line.
   assert.is(run.last, '2 passed, 1 failed, 0 skipped', run.out);
   assert.is(run.code, 1);
   assert.match(run.out, /uvu had not exited 500 ms after printing its totals/);

@@ -46,15 +46,15 @@ export const within = async <T>(ms: number, what: string, promise: Promise<T>): 
 };
 
 /**
- * Waits until the service process at `base` counts at least `atLeast` requests in flight besides the scrape that asks
- * (`http_requests_in_flight` on its `/metrics`): a request counts from its headers being read, body or no body.
+ * Waits until the service process at `base` counts at least `atLeast` requests in flight (`http_requests_in_flight` on
+ * its `/metrics`, which leaves the scrape out): a request counts from its headers being read, body or no body.
  */
 export const requestsInFlight = (base: string, atLeast = 1, timeoutMs = 10_000): Promise<number> =>
   eventually(
     `${atLeast} request(s) in flight at ${base}`,
     async () => {
       const text = await (await fetch(`${base}/metrics`)).text();
-      const inFlight = Number(/^http_requests_in_flight (\d+)/m.exec(text)?.[1] ?? 0) - 1;
+      const inFlight = Number(/^http_requests_in_flight (\d+)/m.exec(text)?.[1] ?? 0);
       return inFlight >= atLeast ? inFlight : undefined;
     },
     { timeoutMs },

@@ -6,11 +6,11 @@ import type { FieldRuleBroken, PlantConflict, PlantNotFound, QuotaExceeded } fro
 import { PLANT_FIELD_NAMES } from '../../../domain/plant.js';
 import type { MissingScope } from '../../../domain/principal.js';
 import type { BodyRefusal } from '../server/body.js';
-import type { MalformedBody } from '../server/json-text.js';
+import type { MalformedBody } from '../server/json.js';
 import type { FailureResponse } from '../server/answer.js';
 import { CLOSE } from '../server/refusals.js';
 
-/** Failures that only exist at the HTTP edge; reading a body reports its own (server/body.ts, server/json-text.ts). */
+/** Failures that only exist at the HTTP edge; reading a body reports its own (server/body.ts, server/json.ts). */
 export type HttpFailure =
   | { readonly _tag: 'MissingCredentials' }
   | { readonly _tag: 'UnsupportedMediaType' }

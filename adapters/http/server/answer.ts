@@ -1,7 +1,8 @@
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { CorsPolicy } from './cors.js';
+import { edgeOf } from './exchange.js';
 
 /**
  * How every response of the service is answered and logged: the fields the contract puts on each (X-Request-Id,
@@ -89,11 +90,26 @@ export const answerFailure = (
   line: Omit<RequestLine, 'reqId' | 'status'>,
 ): number => {
   const body = JSON.stringify({ error: status, message });
-  const fields = responseFields(edge, asker, headers, body);
-  if ('writeHead' in to) to.writeHead(status, fields).end(body);
-  else frame(to, status, fields, body);
+  let fields = headers;
+  if ('writeHead' in to && headers?.['Connection'] === 'close' && bodyMayFollow(to.req)) {
+    // The client may still be sending the body: on `Connection: close` Node closes the socket right after the answer,
+    // and the kernel resets it as more arrives, taking the answer with it. So the answer goes without the field, and
+    // the connection is closed gracefully after it (a FIN, the rest of the body read and dropped, bounded).
+    const { Connection: _close, ...kept } = headers;
+    fields = kept;
+    edgeOf(to.socket)?.closeAfter(to);
+  }
+  if ('writeHead' in to) to.writeHead(status, responseFields(edge, asker, fields, body)).end(body);
+  else frame(to, status, responseFields(edge, asker, fields, body), body);
   logRequest(edge.logger, { reqId: asker.id, ...line, status });
   return status;
+};
+
+/** Whether the request's body may still be on its way. */
+const bodyMayFollow = (req: IncomingMessage): boolean => {
+  if (req.complete) return false;
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 };
 
 /** Writes a whole HTTP/1.1 response on a bare socket: the status line, Date, the given fields and the body. */

@@ -100,8 +100,14 @@ export const readBody = (
       }
       chunks.push(chunk);
     };
+    // Answered meanwhile by the server (408, bad framing): the rest, read and dropped as the connection closes, is not
+    // this request's body.
     const onEnd = (): void =>
-      finish(E.right(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
+      finish(
+        res.headersSent
+          ? undefined
+          : E.right(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)),
+      );
     const onGone = (): void => finish(undefined);
     req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
   });

@@ -1,5 +1,6 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import type { UnsentBound } from './unsent.js';
 
 /** A count of bytes held across connections, against a bound. */
 export interface ByteBudget {
@@ -35,11 +36,22 @@ export const byteBudget = (limit: number): ByteBudget => {
 export const expectsContinueOnly = (expect: string | undefined): boolean =>
   expect !== undefined && expect.split(',').every((item) => item.trim().toLowerCase() === '100-continue');
 
-/** The request-body budget of the server each connection belongs to (set once per connection by server.ts). */
-const budgets = new WeakMap<Socket, ByteBudget>();
-export const setBodyBudget = (socket: Socket, budget: ByteBudget): void => void budgets.set(socket, budget);
+/** What the server of a connection shares with the code that answers on it (set once per connection by server.ts). */
+export interface SocketEdge {
+  /** The request-body bytes all connections may hold at once (MAX_BODY_BYTES), which body.ts takes from. */
+  readonly bodies: ByteBudget;
+  /** The response bytes all connections may hold unsent (MAX_UNSENT_BYTES). */
+  readonly unsent: UnsentBound;
+  /** Closes the connection after the response without a reset, while the client may still be sending (server.ts). */
+  readonly closeAfter: (res: ServerResponse) => void;
+}
+const edges = new WeakMap<Socket, SocketEdge>();
+export const setSocketEdge = (socket: Socket, edge: SocketEdge): void => void edges.set(socket, edge);
+/** The edge of a request's connection; undefined outside createHttpServer (no bounds). */
+export const edgeOf = (socket: Socket | null): SocketEdge | undefined =>
+  socket === null ? undefined : edges.get(socket);
 /** The budget a request's body is counted against; undefined outside createHttpServer (no total bound). */
-export const bodyBudgetOf = (req: IncomingMessage): ByteBudget | undefined => budgets.get(req.socket);
+export const bodyBudgetOf = (req: IncomingMessage): ByteBudget | undefined => edges.get(req.socket)?.bodies;
 
 const shared = new WeakSet<Buffer>();
 
@@ -53,28 +65,57 @@ export const sharedBody = (bytes: Buffer): Buffer => {
   return bytes;
 };
 
-/** A response of a server from createHttpServer: it notes the shared Buffer it was ended with, if any. */
-export interface SharingResponse extends ServerResponse {
-  sharedBody?: Buffer;
-}
+/**
+ * A body larger than this is handed to the socket a slice at a time, the next once the last is taken ('drain'): so
+ * that the socket holds at most a slice or two of it, and each 'drain' shows the client reading (unsent.ts).
+ */
+const SLICE = 64 * 1024;
 
 type End = ServerResponse['end'];
 // eslint-disable-next-line @typescript-eslint/unbound-method -- always called through `end.call(this, ...)` below
 const end = ServerResponse.prototype.end as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
 
 /**
- * node:http's `ServerResponse` option: the server's responses are of this class, whose `end` notes a shared body
- * (one WeakSet look-up, for Buffer bodies only), so that the unsent-bytes bound can count it once.
+ * node:http's `ServerResponse` option: the server's responses are of this class, whose `end` counts what the socket
+ * is left holding against the unsent-bytes bound, and sends a large body a slice at a time.
  */
-export class SharingServerResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
-  sharedBody?: Buffer;
-}
-SharingServerResponse.prototype.end = function (
-  this: SharingResponse,
-  chunk?: unknown,
-  encoding?: unknown,
-  cb?: unknown,
-) {
-  if (chunk instanceof Buffer && shared.has(chunk)) this.sharedBody = chunk;
-  return end.call(this, chunk, encoding, cb);
+export class EdgeResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
+EdgeResponse.prototype.end = function (this: ServerResponse, chunk?: unknown, encoding?: unknown, cb?: unknown) {
+  const socket = this.socket;
+  const unsent = edgeOf(socket)?.unsent;
+  let body: Buffer | undefined;
+  if (chunk instanceof Buffer) body = chunk;
+  else if (typeof chunk === 'string' && chunk.length > SLICE / 3 && encoding === undefined) {
+    body = Buffer.from(chunk);
+  }
+  if (socket === null || unsent === undefined || body === undefined || this.req.method === 'HEAD') {
+    return end.call(this, chunk, encoding, cb);
+  }
+  const common = shared.has(body) ? body : undefined;
+  if (body.length <= SLICE) {
+    end.call(this, body, cb);
+    if (!this.writableFinished && socket.writableLength > 0) {
+      unsent.hold(this, common === undefined ? socket.writableLength : 0, common);
+    }
+    return this;
+  }
+  const all = body;
+  let at = 0;
+  const held = unsent.hold(this, common === undefined ? all.length : 0, common);
+  const pump = (): void => {
+    held.moved();
+    while (at < all.length) {
+      const next = all.subarray(at, at + SLICE);
+      at += next.length;
+      if (at >= all.length) {
+        this.off('drain', pump);
+        end.call(this, next, cb);
+        return;
+      }
+      if (!this.write(next)) return;
+    }
+  };
+  this.on('drain', pump);
+  pump();
+  return this;
 } as End;

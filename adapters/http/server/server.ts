@@ -1,14 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { Server as NetServer, type Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
 import { answerFailure, type Edge } from './answer.js';
 import { badFields, originForm, parserFailure, type ParserError } from './before-routing.js';
-import { connectionStates, lingering, type Connection } from './connections.js';
+import { linger, newConnection, type Connection } from './connections.js';
 import type { CorsPolicy } from './cors.js';
+import { byteBudget, EdgeResponse, expectsContinueOnly, setSocketEdge } from './exchange.js';
 import { refusalResponse, type ServerRefusal } from './refusals.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
-import { byteBudget, expectsContinueOnly, setBodyBudget, SharingServerResponse } from './exchange.js';
 import { unsentBound } from './unsent.js';
 
 export { defaultServerLimits, type ServerLimits } from './server-limits.js';
@@ -27,47 +27,29 @@ export interface HttpServerDeps {
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
- * Node's HTTP server offers no public hook for five things done here, so this module leans on five internals that
- * have been stable for years, each pinned by a test in test/edge: the per-connection `parser.onIncoming` (to stop
- * parsing a connection that is closing), `socket.destroySoon()` (what Node calls to close after a last response),
- * the parser taking its bytes from the socket's 'data' listener once one is added (to stop parsing while the
- * connection lingers), a response's 'prefinish' event (its last bytes handed to the socket: what the socket then
- * holds unsent is counted), and the socket handle's `writeQueueSize` (libuv's count of a write's bytes the kernel has not taken, which net.Socket's own idle
- * timer reads: unsent.ts sees a client read by it).
+ * How often, during a shutdown, connections owing nothing are looked at: one that has owed nothing and read nothing
+ * for a whole period is closed. Long enough for a request already on its way (or in the kernel, not yet read) to be
+ * read, so that only connections that really are silent go.
  */
-interface ParserHooks {
-  onIncoming?: (req: IncomingMessage, keepAlive: boolean) => number;
-}
-/** What `parser.onIncoming` returns to make llhttp stop at the end of the current request's headers. */
-const STOP_PARSING = 2;
+const SWEEP_MS = 100;
 
-/** How many requests that waited behind another on their connection are served in one turn of the event loop. */
-const QUEUED_PER_TURN = 1;
-
-/**
- * How long after a shutdown begins a connection that has sent nothing is closed: long enough for a request already on
- * its way (or in the kernel, not yet read) to be read, so that only connections that really are silent go.
- */
-const SILENT_GRACE_MS = 100;
-
-/** Requests each server has handed on (or answered) whose response has not closed yet. */
+/** Requests each server has read and not yet answered (their response has not closed). */
 const inFlightOf = new WeakMap<Server, { count: number }>();
-/** How each server stops keeping connections alive: see `closeAfterResponses`. */
-const drainOf = new WeakMap<Server, () => void>();
+/** How each server drains: see `drain`. */
+const drainOf = new WeakMap<Server, () => Promise<void>>();
 
 /**
- * From now on every connection of the server closes after the last response it owes, which says `Connection: close`:
- * for a shutdown, so that no client or balancer sends another request on a connection about to close. A connection
- * that has still sent nothing `SILENT_GRACE_MS` later (a browser's preconnect, a balancer's TCP check) owes nothing
- * and is closed then: Node's `closeIdleConnections` counts it as busy from the moment it was accepted, and
- * `server.close()` stops the checks that would have timed it out, so it would otherwise hold the shutdown to its bound.
+ * Shuts a server from createHttpServer down without losing a request it has read: it stops accepting connections,
+ * every response from now on says `Connection: close` and its connection closes after it, and a connection that owes
+ * nothing and has read nothing for `SWEEP_MS` is closed (an idle keep-alive one, a browser's preconnect, one just
+ * accepted whose request never came). Resolves once every connection is gone. Node's own `server.close()` is not used:
+ * it closes at once every connection it deems idle, and Node 26 deems one just accepted, its request still unread in
+ * the kernel, idle.
  */
-export const closeAfterResponses = (server: Server): void => drainOf.get(server)?.();
+export const drain = (server: Server): Promise<void> =>
+  drainOf.get(server)?.() ?? new Promise((resolve) => server.close(() => resolve()));
 
-/**
- * Requests received by a server from createHttpServer and not yet answered or cut (their response has not closed),
- * counted where the server already follows each response, so that no second listener per request is needed.
- */
+/** Requests received by a server from createHttpServer and not yet answered or cut (their response has not closed). */
 export const requestsInFlight = (server: Server): number => inFlightOf.get(server)?.count ?? 0;
 
 /**
@@ -75,13 +57,11 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * below the app (by Node's parser, its timeouts, or the checks here) answer in the contract's shape: the status,
  * the Error body, X-Request-Id, no-store, nosniff and `Connection: close`, plus one log line.
  *
- * Memory per connection is bounded by closing a connection that has more than `maxPipelinedRequests` requests
- * unanswered, and by stopping the parser there: Node otherwise parses every request of a chunk it has read (up to
- * 64 KiB, over a thousand small GETs) into objects before its own backpressure can stop reading, so pausing alone
- * would not bound it. The number of connections is bounded by `maxConnections`. The bytes held for clients that do not
- * read are bounded per connection (one response at a time, see `serve`) and in total (`maxUnsentBytes`, unsent.ts),
- * and the request-body bytes held while bodies are read in total (`maxBodyBytes`: each connection's body budget,
- * exchange.ts, which body.ts takes from).
+ * What one client may hold: `maxConnections` connections; on each, `maxPipelinedRequests` requests read and
+ * unanswered (the one beyond closes it; Node parses at most the rest of the read it came in, 64 KiB, before the
+ * connection goes); one response at a time (see `serve`), and in total `maxUnsentBytes` of responses unread
+ * (unsent.ts); and `maxBodyBytes` of request bodies being read in total (each connection's body budget, which body.ts
+ * takes from).
  */
 export const createHttpServer = (handler: Handler, { logger, limits, refused, cors }: HttpServerDeps): Server => {
   const server = createServer({
@@ -93,8 +73,8 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
     connectionsCheckingInterval: checkingInterval(limits),
     // Checked here instead, so that the 400 carries the Error body.
     requireHostHeader: false,
-    // Notes a shared body at `end` (exchange.ts), for the unsent-bytes bound.
-    ServerResponse: SharingServerResponse,
+    // Counts what a response leaves unsent (exchange.ts), for the unsent-bytes bound.
+    ServerResponse: EdgeResponse,
   });
   server.maxConnections = limits.maxConnections;
   server.timeout = limits.idleTimeoutMs;
@@ -103,22 +83,27 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
   const inFlight = { count: 0 };
   inFlightOf.set(server, inFlight);
 
-  const connectionOf = connectionStates();
-  const { linger, boundLinger } = lingering(limits);
-  const sockets = new Set<Socket>();
+  const connections = new Map<Socket, Connection>();
+  const connectionOf = (socket: Socket): Connection => connections.get(socket) ?? newConnection();
   let draining = false;
   drainOf.set(server, () => {
     draining = true;
-    for (const socket of sockets) {
-      const last = connectionOf(socket).last?.res;
-      if (last !== undefined && !last.headersSent) last.shouldKeepAlive = false;
-    }
-    // Not at once: a connection accepted in this very turn may have its request waiting in the kernel, unread.
-    setTimeout(() => {
-      for (const socket of sockets) {
-        if (connectionOf(socket).last === undefined && socket.bytesRead === 0) socket.destroy();
+    const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
+    for (const conn of connections.values()) {
+      for (const res of [conn.serving, ...conn.waiting.map((w) => w.res)]) {
+        if (res !== undefined && !res.headersSent) res.setHeader('Connection', 'close');
       }
-    }, SILENT_GRACE_MS).unref();
+    }
+    // Looked at in the turn's check phase, after its poll: what the kernel holds for a connection is read by then,
+    // however long the event loop was busy before the timer ran.
+    const look = (): void => {
+      for (const [socket, conn] of connections) {
+        if (conn.unanswered === 0 && socket.bytesRead === conn.sweptAt) socket.destroy();
+        conn.sweptAt = socket.bytesRead;
+      }
+    };
+    const sweep = setInterval(() => setImmediate(look), SWEEP_MS).unref();
+    return closed.finally(() => clearInterval(sweep));
   });
 
   const edge: Edge = { logger, cors };
@@ -138,13 +123,19 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
     refused?.(method, status);
   };
 
-  /** Answers a request that reached the server with a failure, through its own response, and closes. */
+  /**
+   * Answers a request that reached the server with a failure, through its own response, and closes. The answer waits
+   * for the next turn of the event loop: a body that came in the same read has been parsed by then, so that the answer
+   * can close the connection at once (answer.ts).
+   */
   const answer = (req: IncomingMessage, res: ServerResponse, failure: ServerRefusal, code: string): void => {
     connectionOf(req.socket).closing = true;
-    refuse(res, req, req.method, failure, code);
+    setImmediate(() => refuse(res, req, req.method, failure, code));
   };
 
-  const { written, sent } = unsentBound(limits, logger, (socket) => {
+  const unsent = unsentBound(limits, logger, (res) => {
+    const socket = res.socket;
+    if (socket === null) return;
     connectionOf(socket).closing = true;
     socket.destroy();
   });
@@ -154,37 +145,9 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
    * handed on only once this response has closed, that is once the kernel has taken all of it. So a client that does
    * not read holds at most one response in the process, however many requests it pipelined.
    */
-  const serve = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
+  const serve = (req: IncomingMessage, res: ServerResponse, conn: Connection): void => {
     conn.serving = res;
-    res.on('prefinish', () => written(socket, res)); // once per response: no `once` wrapper needed
     handler(req, res);
-  };
-
-  /**
-   * Serves a request in a later turn of the event loop (see `serveQueued`). The connection stays taken by it until it
-   * is served, so that none read meanwhile goes first.
-   */
-  const serveLater = (socket: Socket, conn: Connection, req: IncomingMessage, res: ServerResponse): void => {
-    conn.serving = res;
-    queued.push(() => {
-      if (!socket.destroyed) serve(socket, conn, req, res);
-    });
-    if (!queueScheduled) {
-      queueScheduled = true;
-      setImmediate(serveQueued);
-    }
-  };
-
-  /** A response closed (sent, or its connection gone): counted out, and the next waiting request is served. */
-  const settle = (socket: Socket, conn: Connection, res: ServerResponse): void => {
-    if (!conn.open.delete(res)) return;
-    conn.inFlight -= 1;
-    inFlight.count -= 1;
-    if (conn.serving !== res) return;
-    sent(socket);
-    const next = conn.waiting.shift();
-    conn.serving = undefined;
-    if (next !== undefined) serveLater(socket, conn, next.req, next.res);
   };
 
   /**
@@ -194,60 +157,65 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
    * would hold the event loop for seconds before a new connection (a probe's /healthz) is even accepted.
    */
   const queued: Array<() => void> = [];
-  let queueScheduled = false;
+  const serveQueued = (): void => {
+    queued.shift()?.();
+    if (queued.length > 0) setImmediate(serveQueued);
+  };
+  const serveLater = (req: IncomingMessage, res: ServerResponse, conn: Connection): void => {
+    conn.serving = res;
+    if (queued.push(() => !req.socket.destroyed && serve(req, res, conn)) === 1) setImmediate(serveQueued);
+  };
 
   /**
    * Turns of the event loop, counted while requests are read: a connection has at most one request served straight
    * from the parser per turn, and a later one read in the same turn is served from the queue. A response can be done
-   * before Node parses the next request of the same read (Node runs the microtasks between a request's body and its
-   * end, and a body already read is taken at once, body.ts): without this, a client pipelining small POSTs in one
-   * write would have each served and finished before the next is parsed, so that no request ever waited, none was
-   * counted against `maxPipelinedRequests`, and a whole read was served in one turn, however long.
+   * before Node parses the next request of the same read (a body already read is taken at once, body.ts): without
+   * this, a client pipelining small POSTs in one write would have each served and finished before the next is parsed,
+   * so that none was counted against `maxPipelinedRequests`, and a whole read was served in one turn, however long.
    */
   let turn = 0;
   let turnEnds = false;
-  const endTurn = (): void => {
-    turn += 1;
-    turnEnds = false;
-  };
   const currentTurn = (): number => {
     if (!turnEnds) {
       turnEnds = true;
-      setImmediate(endTurn);
+      setImmediate(() => {
+        turn += 1;
+        turnEnds = false;
+      });
     }
     return turn;
   };
-  const serveQueued = (): void => {
-    for (const run of queued.splice(0, QUEUED_PER_TURN)) run();
-    queueScheduled = queued.length > 0;
-    if (queueScheduled) setImmediate(serveQueued);
-  };
 
-  /** Closes a connection that has more requests unanswered than `maxPipelinedRequests`. */
-  const refusePipelined = (socket: Socket, conn: Connection): void => {
-    conn.closing = true;
-    logger.warn(
-      { code: 'PIPELINE_LIMIT', limit: limits.maxPipelinedRequests },
-      'connection closed: too many pipelined requests unanswered',
-    );
-    socket.destroy();
+  /** A response closed (sent, or its connection gone): counted out, and the next waiting request is served. */
+  const settle = (conn: Connection, res: ServerResponse): void => {
+    conn.unanswered -= 1;
+    inFlight.count -= 1;
+    if (conn.serving !== res) return;
+    conn.serving = undefined;
+    const next = conn.waiting.shift();
+    if (next !== undefined) serveLater(next.req, next.res, conn);
   };
 
   const dispatch = (req: IncomingMessage, res: ServerResponse, expectationFailed: boolean): void => {
     const socket = req.socket;
-    const conn = connectionOf(socket);
-    if (conn.closing) {
-      // Read after the connection began to close: not answered, and nothing more is read.
-      socket.pause();
+    const conn = connections.get(socket);
+    // Read after the connection began to close (or after it closed): not answered.
+    if (conn === undefined || conn.closing) return;
+    conn.unanswered += 1;
+    if (conn.unanswered > limits.maxPipelinedRequests) {
+      conn.unanswered -= 1;
+      conn.closing = true;
+      logger.warn(
+        { code: 'PIPELINE_LIMIT', limit: limits.maxPipelinedRequests },
+        'connection closed: too many pipelined requests unanswered',
+      );
+      socket.destroy();
       return;
     }
-    conn.inFlight += 1;
-    if (conn.inFlight > limits.maxPipelinedRequests) return refusePipelined(socket, conn);
     inFlight.count += 1;
-    conn.open.add(res);
-    res.on('close', () => settle(socket, conn, res)); // emitted once
+    res.once('close', () => settle(conn, res));
     conn.last = { req, res };
-    if (draining) res.shouldKeepAlive = false;
+    if (draining) res.setHeader('Connection', 'close');
 
     if (req.httpVersionMajor !== 1) return answer(req, res, { _tag: 'VersionNotSupported' }, 'HTTP_VERSION');
     const bad = badFields(req);
@@ -266,43 +234,33 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
       // No protocol is upgraded to here, and Node's parser drops what follows a request asking for one (the next
       // request pipelined on the connection would go unanswered): it is answered, and the connection closed.
       conn.closing = true;
-      res.shouldKeepAlive = false;
+      res.setHeader('Connection', 'close');
     }
     if (conn.serving !== undefined) return void conn.waiting.push({ req, res });
     const now = currentTurn();
-    if (conn.servedInTurn === now) return serveLater(socket, conn, req, res);
+    if (conn.servedInTurn === now) return serveLater(req, res, conn);
     conn.servedInTurn = now;
-    serve(socket, conn, req, res);
+    serve(req, res, conn);
   };
 
-  const bodyBudget = byteBudget(limits.maxBodyBytes);
-  server.on('connection', (socket: Socket) => {
+  const bodies = byteBudget(limits.maxBodyBytes);
+  const closeAfter = (res: ServerResponse): void => {
+    const socket = res.socket;
+    if (socket === null) return;
     const conn = connectionOf(socket);
-    sockets.add(socket);
-    setBodyBudget(socket, bodyBudget);
-    // Responses that never went out (their requests were waiting, or Node had queued them) close with the socket.
+    conn.closing = true;
+    res.once('finish', () => linger(socket, conn, limits));
+  };
+  server.on('connection', (socket: Socket) => {
+    const conn = newConnection();
+    connections.set(socket, conn);
+    setSocketEdge(socket, { bodies, unsent, closeAfter });
     socket.once('close', () => {
-      sockets.delete(socket);
+      connections.delete(socket);
+      // Requests that waited behind a response never reached the app, and Node emits no 'close' for their responses.
+      inFlight.count -= conn.waiting.length;
       conn.waiting.length = 0;
-      for (const res of conn.open) settle(socket, conn, res);
     });
-    // Node ends a connection after its last response (a 413, `Connection: close`) with destroySoon(), which closes
-    // the socket as soon as the response is flushed; close it gracefully instead.
-    socket.destroySoon = () => linger(socket, conn);
-    // Node parses every request of a chunk it has read (64 KiB: over a thousand small GETs) and builds a request and
-    // a response object for each, before anything can stop reading. Its per-connection hook, `parser.onIncoming`,
-    // runs once a request's headers are parsed; returning 2 (as for an upgrade) makes the parser stop and drop the
-    // rest of the chunk. So a connection that may not be answered further costs no more parsing. Where a Node
-    // version lacks the hook, `dispatch` still closes the connection at the same point.
-    const parser = (socket as Socket & { parser?: ParserHooks }).parser;
-    const onIncoming = parser?.onIncoming;
-    if (parser !== undefined && typeof onIncoming === 'function') {
-      parser.onIncoming = (req: IncomingMessage, keepAlive: boolean): number => {
-        if (!conn.closing && conn.inFlight < limits.maxPipelinedRequests) return onIncoming(req, keepAlive);
-        if (!conn.closing) refusePipelined(socket, conn);
-        return STOP_PARSING;
-      };
-    }
   });
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
@@ -318,11 +276,8 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
   server.on('clientError', (err: ParserError, socket: Socket) => {
     const conn = connectionOf(socket);
     const failure = parserFailure(err, limits);
-    if (failure !== undefined && conn.closing) {
-      // Already closing (what follows an error, or the rest of a refused request): nothing more is answered.
-      boundLinger(socket, conn);
-      return;
-    }
+    // Already closing (what follows an error, or the rest of a refused request): nothing more is answered.
+    if (failure !== undefined && conn.closing && !socket.destroyed) return;
     if (failure === undefined || !socket.writable) {
       socket.destroy();
       return;
@@ -334,17 +289,17 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
       if (!last.res.headersSent) return answer(last.req, last.res, failure, code);
       // That request was answered already (before its body was read): close without a second response.
       logger.info({ method: last.req.method, code }, 'connection closed: the rest of an answered request failed');
-      linger(socket, conn);
+      linger(socket, conn, limits);
       return;
     }
     conn.closing = true;
     const answerRaw = () => {
       if (socket.destroyed) return;
       refuse(socket, undefined, undefined, failure, code);
-      linger(socket, conn);
+      linger(socket, conn, limits);
     };
     // A later request is malformed while earlier ones are still being answered: answer it after them.
-    if (last !== undefined && conn.inFlight > 0) last.res.once('close', answerRaw);
+    if (last !== undefined && conn.unanswered > 0) last.res.once('close', answerRaw);
     else answerRaw();
   });
 
@@ -352,13 +307,13 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
     socket.on('error', () => socket.destroy());
     const conn = connectionOf(socket);
-    if (conn.inFlight > 0 || conn.closing) {
+    if (conn.unanswered > 0 || conn.closing) {
       socket.destroy();
       return;
     }
     const method = req.method ?? 'CONNECT';
     refuse(socket, req, method, { _tag: 'MethodNotImplemented', method }, 'CONNECT');
-    linger(socket, conn);
+    linger(socket, conn, limits);
   });
 
   // Refused connections are logged at most once a second: the first at once, those of the rest of that second in one

@@ -17,24 +17,43 @@ export const REPAIR_COMMAND = 'npm run storage -- repair';
 /** An index the service relies on is not in place: creates answer 503 until it is. */
 export class IndexUnusable extends Error {}
 
-const NAMESPACE_NOT_FOUND = 26;
+/** An index as `listIndexes` lists it, or as `$indexStats` shows it: its `spec`, and `building: true` while built. */
+export type Listed = { unique?: unknown; key?: unknown; spec?: Listed; building?: unknown };
 
-/** The unique indexes of INDEX_SPECS missing from the collection (one listIndexes; none of a collection not there). */
-export const missingIndexes = async (
-  collection: Collection<Document>,
-): Promise<Array<(typeof INDEX_SPECS)[number]>> => {
-  const listed = (await collection
-    .listIndexes()
-    .toArray()
-    .catch((e: unknown) => {
-      if ((e as { code?: unknown }).code === NAMESPACE_NOT_FOUND) return [];
-      throw e;
-    })) as Array<{ readonly unique?: unknown; readonly key?: unknown }>;
+/** Collections whose server does not implement `$indexStats` (FerretDB) or does not grant it: asked once. */
+const withoutIndexStats = new WeakSet<object>();
+
+/**
+ * The collection's indexes: `$indexStats` tells one still being built (`listIndexes` lists it as built, and a unique one
+ * lets duplicates in until done); `listIndexes` where it is not implemented (FerretDB, which answers createIndexes once
+ * built) or not granted (`blind` called: one being built is taken as built). None of a collection not there.
+ */
+const listed = async (collection: Collection<Document>, blind: () => void): Promise<Listed[]> => {
+  try {
+    if (!withoutIndexStats.has(collection)) return await collection.aggregate<Listed>([{ $indexStats: {} }]).toArray();
+    return (await collection.listIndexes().toArray()) as Listed[];
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 26 /* NamespaceNotFound */) return [];
+    if (code !== 238 /* NotImplemented */ && code !== 13 /* Unauthorized */) throw e;
+    if (code === 13) blind();
+    withoutIndexStats.add(collection);
+    return listed(collection, blind);
+  }
+};
+
+/** The unique indexes of INDEX_SPECS not in place among those listed: missing, or still being built (on any shard). */
+export const notInPlace = (found: readonly Listed[]): Array<(typeof INDEX_SPECS)[number]> => {
   // A key's numbers as numbers, whichever BSON type they were created with (a Long reads as a bigint here).
   const text = (key: unknown) => JSON.stringify(key, (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v));
-  const keys = listed.filter((i) => i.unique === true).map((i) => text(i.key));
+  const indexes = found.map((i) => ({ ...(i.spec ?? i), building: i.building === true }));
+  const building = indexes.filter((i) => i.building).map((i) => text(i.key));
+  const keys = indexes.filter((i) => i.unique === true && !building.includes(text(i.key))).map((i) => text(i.key));
   return INDEX_SPECS.filter((spec) => !keys.includes(text(spec.key)));
 };
+
+export const missingIndexes = async (collection: Collection<Document>, blind = () => {}) =>
+  notInPlace(await listed(collection, blind));
 
 /**
  * Keeps the unique indexes in place: a check lists them (the service's timer asks every 30 s, so a dropped index is
@@ -58,9 +77,11 @@ export const indexUpkeep = (
   let lost = false;
   let running: Promise<void> | undefined;
   let reported = '';
+  const unsure = () =>
+    logger.warn({ namespace }, 'storage: no indexStats privilege: an index being built is taken as built');
 
   const build = async (): Promise<void> => {
-    const missing = await missingIndexes(collection);
+    const missing = await missingIndexes(collection, unsure);
     if (missing.length > 0) {
       if (state === 'ok') {
         lost = true;
@@ -82,7 +103,7 @@ export const indexUpkeep = (
         });
       }
       // Listed again: a build refused because another process's build of the same index came first is no problem.
-      if (problem !== '' && (await missingIndexes(collection)).length > 0) {
+      if (problem !== '' && (await missingIndexes(collection, unsure)).length > 0) {
         if (problem !== reported) logger.error({ namespace }, `storage: creates answer 503: ${problem}`);
         reported = problem;
         return;

@@ -4,30 +4,16 @@ import * as mongo from 'mongodb';
  * Which driver errors mean "the store cannot answer now" (503: retry later, outcome unknown), decided by what the
  * driver says (its exported classes, the labels it and the server attach, the server's codes), never by a pattern over
  * class names. Everything else is a fault. First, the server codes for "not now": not (or no longer) the primary,
- * shutting down or changing state, a peer unreachable, out of time (the driver's retryable and SDAM lists use them).
+ * shutting down or changing state, a peer unreachable, out of time (the driver's retryable and SDAM lists use them):
+ * HostUnreachable 6, HostNotFound 7, MaxTimeMSExpired 50, StaleShardVersion 63, WriteConcernFailed 64 (named
+ * WriteConcernTimeout before MongoDB 8.1), NetworkTimeout 89, ShutdownInProgress 91, FailedToSatisfyReadPreference 133,
+ * ReadConcernMajorityNotAvailableYet 134, StaleEpoch 150, PrimarySteppedDown 189, ExceededTimeLimit 262,
+ * SocketException 9001, LegacyNotPrimary 10058, NotWritablePrimary 10107, InterruptedAtShutdown 11600, Interrupted
+ * 11601, InterruptedDueToReplStateChange 11602, StaleConfig 13388, NotPrimaryNoSecondaryOk 13435, NotPrimaryOrSecondary
+ * 13436.
  */
-export const UNAVAILABLE_CODES: ReadonlyMap<number, string> = new Map([
-  [6, 'HostUnreachable'],
-  [7, 'HostNotFound'],
-  [50, 'MaxTimeMSExpired'],
-  [63, 'StaleShardVersion'],
-  [64, 'WriteConcernFailed'], // WriteConcernTimeout before MongoDB 8.1
-  [89, 'NetworkTimeout'],
-  [91, 'ShutdownInProgress'],
-  [133, 'FailedToSatisfyReadPreference'],
-  [134, 'ReadConcernMajorityNotAvailableYet'],
-  [150, 'StaleEpoch'],
-  [189, 'PrimarySteppedDown'],
-  [262, 'ExceededTimeLimit'],
-  [9001, 'SocketException'],
-  [10058, 'LegacyNotPrimary'],
-  [10107, 'NotWritablePrimary'],
-  [11600, 'InterruptedAtShutdown'],
-  [11601, 'Interrupted'],
-  [11602, 'InterruptedDueToReplStateChange'],
-  [13388, 'StaleConfig'],
-  [13435, 'NotPrimaryNoSecondaryOk'],
-  [13436, 'NotPrimaryOrSecondary'],
+export const UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
+  6, 7, 50, 63, 64, 89, 91, 133, 134, 150, 189, 262, 9001, 10058, 10107, 11600, 11601, 11602, 13388, 13435, 13436,
 ]);
 
 /** Write-concern failures that are configuration, not weather: waiting will not help (a fault, logged as one). */
@@ -52,9 +38,8 @@ const UNEXPORTED_UNAVAILABLE = new Set(['MongoPoolClosedError', 'MongoWaitQueueT
 
 /** Socket errors the driver lets through unwrapped (a command written to a connection a killed server closed). */
 const CONNECTION_GONE = new Set(
-  'EPIPE ECONNRESET ECONNREFUSED ECONNABORTED ETIMEDOUT EHOSTUNREACH ENETUNREACH ENOTCONN ERR_SOCKET_CLOSED ERR_STREAM_DESTROYED ERR_STREAM_WRITE_AFTER_END'.split(
-    ' ',
-  ),
+  `EPIPE ECONNRESET ECONNREFUSED ECONNABORTED ETIMEDOUT EHOSTUNREACH ENETUNREACH ENOTCONN ERR_SOCKET_CLOSED
+  ERR_STREAM_DESTROYED ERR_STREAM_WRITE_AFTER_END`.split(/\s+/),
 );
 
 /**
@@ -85,32 +70,25 @@ export const isUnavailable = (e: unknown): boolean => {
   if (e instanceof mongo.MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
   if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
   if (e instanceof mongo.MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
-  if (
-    e instanceof mongo.MongoServerError &&
-    Number(e.code) === 1 &&
-    FERRETDB_BACKEND_GONE.test(e.errmsg ?? e.message)
-  ) {
-    return true;
-  }
+  if (ferretDbSays(e, FERRETDB_BACKEND_GONE)) return true;
   return (e instanceof mongo.MongoServerError && UNAVAILABLE_CODES.has(Number(e.code))) || isWriteConflict(e);
 };
+
+/** The server's error code; and whether FerretDB passed on its backend's `text` as an InternalError (code 1). */
+const codeOf = (e: unknown) => (e instanceof mongo.MongoServerError ? Number(e.code) : undefined);
+const ferretDbSays = (e: unknown, text: RegExp) =>
+  e instanceof mongo.MongoServerError && Number(e.code) === 1 && text.test(e.errmsg ?? e.message);
 
 /**
  * A unique index refused a write or a build: DuplicateKey (11000), or FerretDB's InternalError (code 1) carrying its
  * backend's refusal of an update or a build (SQLite's "UNIQUE constraint failed", PostgreSQL's SQLSTATE 23505).
  */
-export const isDuplicateKey = (e: unknown): boolean => {
-  if (!(e instanceof mongo.MongoServerError)) return false;
-  if (Number(e.code) === 11000) return true;
-  return Number(e.code) === 1 && /UNIQUE constraint failed|\(SQLSTATE 23505\)/.test(e.errmsg ?? e.message);
-};
+export const isDuplicateKey = (e: unknown): boolean =>
+  codeOf(e) === 11000 || ferretDbSays(e, /UNIQUE constraint failed|\(SQLSTATE 23505\)/);
 
 /**
  * The server gave up a write that collided with another at the same moment, changing nothing: WriteConflict (112), or
  * FerretDB passing on PostgreSQL's deadlock (40P01) or serialization failure (40001) as an InternalError (code 1).
  */
-export const isWriteConflict = (e: unknown): boolean => {
-  if (!(e instanceof mongo.MongoServerError)) return false;
-  if (Number(e.code) === 112) return true;
-  return Number(e.code) === 1 && /\(SQLSTATE (40P01|40001)\)/.test(e.errmsg ?? e.message);
-};
+export const isWriteConflict = (e: unknown): boolean =>
+  codeOf(e) === 112 || ferretDbSays(e, /\(SQLSTATE (40P01|40001)\)/);

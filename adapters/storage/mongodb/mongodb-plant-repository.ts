@@ -1,7 +1,8 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as E from 'fp-ts/lib/Either.js';
 import type * as TE from 'fp-ts/lib/TaskEither.js';
-import { MongoClient, MongoServerError, ObjectId, type Collection, type WriteConcernSettings } from 'mongodb';
+import { MongoClient, MongoServerError, ObjectId, type Collection } from 'mongodb';
 import { storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
 import { NO_PLANT_LIMIT, type PlantPage, type PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
@@ -38,6 +39,7 @@ type PlantDocument = Plant & { _id: ObjectId; owner: string; slot: number };
 const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
 /** A slot alone: MongoDB reads it from the (owner, slot) index, without the documents. */
 const SLOT_ONLY = { _id: 0, slot: 1 } as const;
+const readConcern = { level: 'majority' } as const;
 
 export const COLLECTION = 'plants';
 /**
@@ -48,39 +50,39 @@ export const COLLECTION = 'plants';
 const lookTtlFor = (timeoutMs: number): number => Math.max(0, Math.min(30_000, 55_000 - 3 * timeoutMs));
 const HELD_BYTES = 300; // a held owner's heap bytes beside its bitset: the object, its Map entry, the owner's name
 
-class DeadlineExceeded extends Error {} // the adapter's own bound on a call, for a driver that does not give up
+class DeadlineExceeded extends Error {}
 
 const unavailable = (e: unknown): boolean =>
   e instanceof DeadlineExceeded || e instanceof IndexUnusable || e instanceof QuotaForgotten || isUnavailable(e);
 
+/** The request a command is sent for: the signal aborted at its deadline, and that deadline (performance.now()). */
+const request = new AsyncLocalStorage<{ readonly signal: AbortSignal; readonly deadline: number }>();
+
 /**
- * Runs a call under a hard deadline, unavailability answered as StorageUnavailable (503, outcome unknown). A command
- * sent may land after it, harmlessly (a late delete removes the document it found, a late insert stores the plant as
- * an identical retry would); none is sent after it.
+ * Runs a call under a hard deadline (its signal aborted then: no command of it leaves after it, see `bounded`), outages
+ * answered as StorageUnavailable (503, outcome unknown). A command sent may land after it, harmlessly (a late delete
+ * removes the document it found, a late insert stores the plant as an identical retry would).
  */
 const guarded =
   <A>(timeoutMs: number, run: (check: () => void) => Promise<A>): TE.TaskEither<StorageUnavailable, A> =>
   async () => {
-    let expired = false;
-    /** Throws once the deadline has passed: a step after it is never sent (its answer would go to nobody). */
-    const check = (): void => {
-      if (expired) throw new DeadlineExceeded('storage deadline exceeded');
-    };
+    const controller = new AbortController();
+    const { signal } = controller;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        expired = true;
-        reject(new DeadlineExceeded('storage deadline exceeded'));
+        controller.abort(new DeadlineExceeded('storage deadline exceeded'));
+        reject(signal.reason as Error);
       }, timeoutMs);
     });
     try {
-      return E.right(await Promise.race([run(check), deadline]));
+      const call = request.run({ signal, deadline: performance.now() + timeoutMs }, run, () => signal.throwIfAborted());
+      return E.right(await Promise.race([call, deadline]));
     } catch (e) {
+      controller.abort(e); // past its deadline, or failed: a branch of the call still running sends nothing more
       if (unavailable(e)) return E.left(storageUnavailable);
       throw e;
     } finally {
-      // Ended (answered or past its deadline): a branch of the call still running sends nothing more.
-      expired = true;
       clearTimeout(timer);
     }
   };
@@ -97,10 +99,10 @@ export interface MongodbPlantRepository {
 
 /**
  * Plants in MongoDB (STORAGE=mongodb). A create is one insertOne in the steady state (quota.ts); a page is an index walk
- * on (owner, id): owner equal, id after the cursor, sorted by id, limit + 1, never a skip; a delete is a findOne and a
- * deleteOne by `_id`. Writes wait for the configured write concern (majority, journaled, by default). The unique
- * indexes are built before the first create; when the server is down at start-up the service still starts, reports
- * not ready, and builds them when the server answers.
+ * on (owner, id): owner equal, id after the cursor, sorted by id, limit + 1, never a skip; a delete a findOne and a
+ * deleteOne by owner and `_id`. Writes wait for the configured write concern (majority, journaled, by default). The
+ * unique indexes are built before the first create; when the server is down at start-up the service still starts,
+ * reports not ready, and builds them when the server answers.
  */
 export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepository => {
   const { timeoutMs, logger } = options;
@@ -113,25 +115,30 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     heartbeatFrequencyMS: 2000,
     minHeartbeatFrequencyMS: 200,
     // Creates, deletes and moves are insertOne/deleteOne/updateOne: on a replica set the driver retries each once,
-    // transparently, across an election (the server recognizes a retry of a write it already applied).
+    // transparently, across an election (the server recognizes a retry of a write it already applied); reads too.
     retryWrites: true,
-    retryReads: true,
     appName: 'plant-store',
     monitorCommands: options.monitorCommands ?? false,
   });
   const db = client.db(options.db);
   const collection: Collection<PlantDocument> = db.collection<PlantDocument>(COLLECTION);
-  const maxTimeMS = timeoutMs;
-  const writeConcern: WriteConcernSettings = {
-    w: options.writeConcern,
-    journal: options.journal,
-    wtimeoutMS: maxTimeMS,
+  const { writeConcern: w, journal } = options;
+  /**
+   * A command's options: its request's signal, which the driver checks before every server selection, checkout and send,
+   * its own retries' included, and which cuts a reply awaited past the deadline (the driver's `timeoutMS` has no effect
+   * from its 7.8); the time left as `maxTimeMS` and `wtimeoutMS`, so that the server gives up then too.
+   */
+  const bounded = () => {
+    const { signal, deadline } = request.getStore() ?? { deadline: performance.now() + timeoutMs };
+    const maxTimeMS = Math.max(1, Math.ceil(deadline - performance.now()));
+    return { signal, maxTimeMS, writeConcern: { w, journal, wtimeoutMS: maxTimeMS } };
   };
 
-  const store: QuotaStore<ObjectId> = {
+  /** Every filter names the owner, so that on a cluster sharded on `{owner: 1}` each command reaches one shard. */
+  const store: QuotaStore<{ readonly owner: string; readonly _id: ObjectId }> = {
     insert: async (owner, p, slot) => {
       try {
-        await collection.insertOne({ _id: new ObjectId(), owner, slot, ...p }, { writeConcern, maxTimeMS });
+        await collection.insertOne({ _id: new ObjectId(), owner, slot, ...p }, bounded());
         return 'inserted';
       } catch (e) {
         if (!isDuplicateKey(e)) throw e;
@@ -139,32 +146,37 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         return e instanceof MongoServerError && 'slot' in (e.keyPattern ?? {}) ? 'slot-taken' : 'taken';
       }
     },
+    // Majority-committed: a plant this read answers "already stored" (200) with is one no failover takes back.
     find: async (owner, id) => {
-      const doc = await collection.findOne({ owner, id }, { projection: { owner: 0 }, maxTimeMS });
-      return doc === null ? undefined : { plant: decodeStored(doc), ref: doc._id, slot: Number(doc.slot) };
+      const doc = await collection.findOne({ owner, id }, { ...bounded(), projection: { owner: 0 }, readConcern });
+      return doc === null
+        ? undefined
+        : { plant: decodeStored(doc), ref: { owner, _id: doc._id }, slot: Number(doc.slot) };
     },
     top: async (owner) => {
-      const top = await collection.findOne({ owner }, { sort: { slot: -1 }, projection: { slot: 1 }, maxTimeMS });
-      return top === null ? undefined : { ref: top._id, slot: Number(top.slot) };
+      const top = await collection.findOne({ owner }, { ...bounded(), sort: { slot: -1 }, projection: { slot: 1 } });
+      return top === null ? undefined : { ref: { owner, _id: top._id }, slot: Number(top.slot) };
     },
     slots: async (owner, after, limit) => {
       // Sorted by slot, so that MongoDB walks the (owner, slot) index and reads the slots from it alone; one reply.
       const docs = await collection
-        .find({ owner, slot: { $gt: after } }, { projection: SLOT_ONLY, sort: { slot: 1 }, limit, maxTimeMS })
+        .find({ owner, slot: { $gt: after } }, { ...bounded(), projection: SLOT_ONLY, sort: { slot: 1 }, limit })
         .batchSize(limit)
         .toArray();
       return docs.map((d) => Number(d.slot));
     },
     outside: async (owner, from) =>
       (
-        await collection.find({ owner, slot: { $gte: from } }, { projection: { _id: 1, slot: 1 }, maxTimeMS }).toArray()
-      ).map((d) => ({ ref: d._id, slot: Number(d.slot) })),
-    count: (owner) => collection.countDocuments({ owner }, { maxTimeMS }),
-    delete: async (ref) => (await collection.deleteOne({ _id: ref }, { writeConcern, maxTimeMS })).deletedCount === 1,
+        await collection
+          .find({ owner, slot: { $gte: from } }, { ...bounded(), projection: { _id: 1, slot: 1 } })
+          .toArray()
+      ).map((d) => ({ ref: { owner, _id: d._id }, slot: Number(d.slot) })),
+    count: (owner) => collection.countDocuments({ owner }, bounded()),
+    delete: async (ref) => (await collection.deleteOne(ref, bounded())).deletedCount === 1,
     move: async (ref, from, to) => {
       try {
         // No match: the plant was deleted or moved meanwhile; either way it is no longer outside.
-        await collection.updateOne({ _id: ref, slot: from }, { $set: { slot: to } }, { writeConcern, maxTimeMS });
+        await collection.updateOne({ ...ref, slot: from }, { $set: { slot: to } }, bounded());
         return true;
       } catch (e) {
         // The slot is taken; or, on FerretDB/PostgreSQL, two moves of one plant met in a deadlock and this one changed
@@ -199,10 +211,11 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       throw e;
     }));
 
+  const call = <A>(run: (check: () => void) => Promise<A>) =>
+    guarded(timeoutMs, (check) => connect().then(() => run(check)));
   const repository: PlantRepository = {
     insert: (owner, p, maxPlants = NO_PLANT_LIMIT) => {
-      const attempt = guarded(timeoutMs, async (check) => {
-        await connect();
+      const attempt = call(async (check) => {
         await indexes.ready();
         return slots.insert(owner, p, maxPlants, check);
       });
@@ -216,11 +229,10 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     },
 
     page: (owner, after, limit) =>
-      guarded(timeoutMs, async (): Promise<PlantPage> => {
-        await connect();
+      call(async (): Promise<PlantPage> => {
         const filter = after === undefined ? { owner } : { owner, id: { $gt: after } };
         const docs = await collection
-          .find(filter, { projection: PLANT_FIELDS, maxTimeMS })
+          .find(filter, { ...bounded(), projection: PLANT_FIELDS })
           .sort({ id: 1 })
           .limit(limit + 1)
           .batchSize(limit + 1) // the whole page in the first reply: one round trip, never a getMore
@@ -229,16 +241,11 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         return { plants: (more ? docs.slice(0, limit) : docs).map(decodeStored), more };
       }),
 
-    remove: (owner, id) =>
-      guarded(timeoutMs, async (check) => {
-        await connect();
-        return slots.remove(owner, id, check);
-      }),
+    remove: (owner, id) => call((check) => slots.remove(owner, id, check)),
 
     // Ready: the server answers and both unique indexes are in place (a create can be served).
-    ping: guarded(timeoutMs, async () => {
-      await connect();
-      await db.command({ ping: 1 });
+    ping: call(async () => {
+      await db.command({ ping: 1 }, bounded());
       await indexes.check();
       await indexes.ready();
     }),

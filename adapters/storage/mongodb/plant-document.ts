@@ -1,14 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
-import {
-  PLANT_FIELDS,
-  PLANT_FIELD_NAMES,
-  PlantId,
-  PlantText,
-  plant,
-  type Plant,
-  type PlantFields,
-} from '../../../domain/plant.js';
+import { PLANT_FIELDS, PLANT_FIELD_NAMES, PlantId, PlantText, plant } from '../../../domain/plant.js';
+import type { Plant, PlantFields } from '../../../domain/plant.js';
 
 /**
  * The plant in a stored document (written from the plant by spread, each field a member of its name), decoded again

@@ -119,9 +119,9 @@ class Held {
     return undefined;
   }
 
-  /** The count for the port's answer, when this process has counted the owner. */
-  get reported(): { readonly count?: number } {
-    return this.counted ? { count: this.used + this.outside } : {};
+  /** The count for the port's answer: the owner's plants as this process knows them (a glance: packed up to the top). */
+  get reported(): { readonly count: number } {
+    return { count: this.used + this.outside };
   }
 }
 
@@ -267,17 +267,13 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   /** Inserts at `slot`, reserved meanwhile; the slot is marked taken unless the id index alone refused it. */
   const attempt = async (owner: string, plant: Plant, state: Held, slot: number, check: Check) => {
     check();
-    const sent = store.insert(owner, plant, slot);
     const mine = reserved.get(owner) ?? new Map<number, Promise<unknown>>();
-    reserved.set(
-      owner,
-      mine.set(
-        slot,
-        sent.catch(() => undefined),
-      ),
-    );
+    let release = (): void => undefined;
+    // Settled once the slot is released, not when the insert answers: a waiter woken earlier would find it still
+    // reserved and wait again at once, a loop of microtasks that starves the I/O it waits for.
+    reserved.set(owner, mine.set(slot, new Promise<void>((resolve) => (release = resolve))));
     try {
-      const answer = await sent;
+      const answer = await store.insert(owner, plant, slot);
       const known = held.get(owner) ?? state;
       known.mark(slot, true); // answered: taken, by this insert or another
       known.fresh = false;
@@ -290,6 +286,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     } finally {
       mine.delete(slot);
       if (mine.size === 0) reserved.delete(owner);
+      release();
     }
   };
 

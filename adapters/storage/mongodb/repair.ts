@@ -16,8 +16,7 @@ import { OUTSIDE_FROM } from './quota.js';
  * - Plants sharing an id: copies identical to the first written are deleted. Different plants under one id are listed
  *   and left, unless `keepFirst`: then the later ones are deleted, each printed first.
  *
- * The decisions run over `RepairStore`, so that the model test (test/adapters/quota-model.ts) runs them under traffic.
- * `report`: one line of what the repair found or did.
+ * The decisions run over `RepairStore`, apart from the driver. `report`: one line of what the repair found or did.
  */
 export type RepairOptions = { readonly noticeMs: number; readonly keepFirst: boolean; report(line: string): void };
 
@@ -29,15 +28,12 @@ export type RepairOutcome = Readonly<Record<'movedOut' | 'duplicatesDeleted' | '
 /** A stored plant: `ref` names its document, `plant` is what a copy is compared by and what is printed. */
 export type Shared<Ref> = { readonly ref: Ref; readonly owner: string; readonly slot: number; readonly plant: string };
 
-/**
- * The commands the repair needs: the missing unique indexes, the documents sharing a key (groups of two or more, the
- * first written first), a delete, a move (by owner, reference and slot), an index build (its name), a wait.
- */
+/** The missing unique indexes, the documents sharing a key (groups of 2+, first written first), the writes, a wait. */
 export interface RepairStore<Ref> {
   readonly missing: () => Promise<ReadonlyArray<'id' | 'slot'>>;
   readonly sharing: (key: 'id' | 'slot') => AsyncIterable<Array<Shared<Ref>>>;
   readonly delete: (doc: Shared<Ref>) => Promise<boolean>;
-  readonly move: (doc: Shared<Ref>, to: number) => Promise<boolean>;
+  readonly move: (doc: Shared<Ref>) => Promise<boolean>; // to a random outside slot (the store draws it)
   readonly build: (key: 'id' | 'slot') => Promise<string>;
   readonly sleep: (ms: number) => Promise<void>;
 }
@@ -50,8 +46,7 @@ export const repair = async <Ref>(store: RepairStore<Ref>, options: RepairOption
   }
   options.report(`missing unique indexes: ${missing.join(', ')}`);
 
-  let duplicatesDeleted = 0;
-  let conflicts = 0;
+  let [duplicatesDeleted, conflicts, movedOut] = [0, 0, 0];
   if (missing.includes('id')) {
     for await (const [first, ...later] of store.sharing('id')) {
       for (const doc of later) {
@@ -66,14 +61,12 @@ export const repair = async <Ref>(store: RepairStore<Ref>, options: RepairOption
     }
   }
 
-  let movedOut = 0;
   if (missing.includes('slot')) {
     options.report(`waiting ${options.noticeMs} ms for every running service to notice the missing slot index`);
     await store.sleep(options.noticeMs);
     if (!(await store.missing()).includes('slot')) throw new Error('the slot index was built meanwhile: run again');
     for await (const [, ...later] of store.sharing('slot'))
-      for (const doc of later)
-        movedOut += +(await store.move(doc, OUTSIDE_FROM + Math.floor(Math.random() * OUTSIDE_FROM)));
+      for (const doc of later) movedOut += +(await store.move(doc));
     options.report(`${movedOut} plants that shared a slot moved outside (they count, and move back in)`);
   }
 
@@ -116,8 +109,10 @@ export const repairStorage = async (options: RepairOptions & { uri: string; db: 
           if (group.length > 1) yield group.map(shared);
         },
         delete: async ({ ref, owner }) => (await collection.deleteOne({ _id: ref, owner })).deletedCount === 1,
-        move: async ({ ref, owner, slot }, to) =>
-          (await collection.updateOne({ _id: ref, owner, slot }, { $set: { slot: to } })).modifiedCount === 1,
+        move: async ({ ref, owner, slot }) => {
+          const to = OUTSIDE_FROM + Math.floor(Math.random() * OUTSIDE_FROM);
+          return (await collection.updateOne({ _id: ref, owner, slot }, { $set: { slot: to } })).modifiedCount === 1;
+        },
         build: (key) => plain.createIndex(spec(key).key, { unique: true, name: spec(key).name }),
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       },

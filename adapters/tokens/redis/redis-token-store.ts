@@ -14,8 +14,15 @@ import { newToken } from './new-token.js';
 
 /**
  * Opaque tokens in Redis (AUTH=redis). A token is kept only as its SHA-256: the key is `plantstore:token:<hex>`, a
- * hash of owner, subject and space-separated scopes, with the token's expiry as the key's TTL. Revoking deletes the
- * key. A lookup that Redis cannot answer in time is AuthUnavailable, never "unknown token".
+ * hash of owner, subject, space-separated scopes, issued and expires (ms since the epoch; none: never), with the expiry
+ * also as the key's TTL. Revoking deletes the key. A lookup that Redis cannot answer in time is AuthUnavailable, never
+ * "unknown token".
+ *
+ * Every write is one command, never MULTI/EXEC nor a script (which Redis 7 replicates as MULTI/EXEC): replaying its
+ * append-only file, Redis checks a transaction's commands against the default user's ACL and drops them where that user
+ * is off, as compose's ACL has it (redis/redis#14541), so a token or a revocation would vanish at the next restart.
+ * Hence the order of the writes, each safe if the next is lost: the owner's index before the token, the `expires` field
+ * checked on every lookup before the key's TTL (which only collects it), the deletes before the index's cleanup.
  *
  * With the cache on, positive lookups are kept in process memory, and revocation still reaches every process at once:
  * Redis reports every change to a token key to every process (server-assisted client-side caching, see
@@ -24,12 +31,34 @@ import { newToken } from './new-token.js';
  */
 export const KEY_PREFIX = 'plantstore:token:';
 export const keyOf = (token: string): string => KEY_PREFIX + hash('sha256', token, 'hex');
+/**
+ * Each owner's tokens, by key: a set written before the token, so that listing or revoking an owner's tokens costs a
+ * round trip or two and work in proportion to that owner's tokens, never a walk of the keyspace. A member whose token
+ * has expired is dropped by the next list or revoke of that owner. Outside KEY_PREFIX: its changes invalidate nothing.
+ */
+export const ownerIndexOf = (owner: string): string => `plantstore:owner-tokens:${owner}`;
 
 const StoredPrincipal = t.type({ owner: t.string, subject: t.string, scopes: t.string });
 
-const decodeRecord = (record: Record<string, string>): Principal | undefined => {
+/** What a listing shows of a token: never its secret (nor its hash). Times in ms since the epoch. */
+export interface TokenInfo {
+  readonly owner: string;
+  readonly subject: string;
+  readonly scopes: readonly string[];
+  readonly issuedAt: number | undefined;
+  /** undefined: never expires. */
+  readonly expiresAt: number | undefined;
+}
+
+/** The token's expiry (ms since the epoch), when it has one: the `expires` field of tokens issued with a TTL. */
+const expiresOf = (record: Record<string, string>): number | undefined =>
+  record['expires'] === undefined ? undefined : Number(record['expires']);
+
+/** The principal of a stored token, or undefined when the record is not a valid, unexpired token. */
+const decodeRecord = (record: Record<string, string>, now: number): Principal | undefined => {
   const raw = StoredPrincipal.decode(record);
-  if (E.isLeft(raw)) return undefined;
+  const expires = expiresOf(record);
+  if (E.isLeft(raw) || (expires !== undefined && !(expires > now))) return undefined;
   const owner = Owner.from(raw.right.owner);
   const scopes = raw.right.scopes.split(' ').filter((s) => s !== '');
   if (E.isLeft(owner) || raw.right.subject === '' || !scopes.every(isScope)) return undefined;
@@ -61,6 +90,10 @@ export interface RedisTokenStore {
   readonly issue: (grant: TokenGrant) => TE.TaskEither<AuthUnavailable, string>;
   /** Deletes the token; `true` when it existed. */
   readonly revoke: (token: string) => TE.TaskEither<AuthUnavailable, boolean>;
+  /** The owner's live tokens (of one subject, when given): two round trips, in proportion to the owner's tokens. */
+  readonly list: (owner: string, subject?: string) => TE.TaskEither<AuthUnavailable, readonly TokenInfo[]>;
+  /** Deletes the owner's tokens (of one subject, when given), each reported to every process; answers how many. */
+  readonly revokeOwned: (owner: string, subject?: string) => TE.TaskEither<AuthUnavailable, number>;
   /** Whether a lookup may be answered from the cache now (cache on, invalidation stream whole). */
   readonly cacheLive: () => boolean;
   /** Stops listening for invalidations (the Redis connection given is the caller's to close). */
@@ -104,11 +137,46 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
    * millisecond, n > 0 milliseconds left. The entry ends no later than the token (counted from when the lookup was
    * sent, so the round trip cannot stretch it); a token in its last millisecond is not cached.
    */
-  const remember = (key: string, principal: Principal, pttl: number, sentAt: number) => {
+  const remember = (key: string, principal: Principal, pttl: number, expires: number | undefined, sentAt: number) => {
     const ttl = pttl === -1 ? options.cacheTtlMs : pttl > 0 ? Math.min(options.cacheTtlMs, pttl) : 0;
-    if (ttl <= 0) return;
+    const until = Math.min(sentAt + ttl, expires ?? Infinity);
+    if (until <= sentAt) return;
     if (cache.size >= cacheMax) cache.delete(cache.keys().next().value as string);
-    cache.set(key, { principal, until: sentAt + ttl });
+    cache.set(key, { principal, until });
+  };
+
+  /** The owner's live tokens (of `subject`, when given) with their keys; members of expired tokens are dropped. */
+  const owned = async (owner: string, subject: string | undefined) => {
+    const index = ownerIndexOf(owner);
+    const keys = await redis.smembers(index);
+    const tx = redis.multi();
+    for (const key of keys) tx.hgetall(key).pttl(key);
+    const replies = keys.length === 0 ? [] : ((await tx.exec()) ?? []);
+    const found: Array<{ key: string; info: TokenInfo }> = [];
+    const gone: string[] = [];
+    const now = Date.now();
+    keys.forEach((key, i) => {
+      const [[recordErr, record] = [], [pttlErr, pttl] = []] = replies.slice(2 * i, 2 * i + 2);
+      if (recordErr) throw recordErr;
+      if (pttlErr) throw pttlErr;
+      const stored = record as Record<string, string>;
+      const principal = decodeRecord(stored, now);
+      if (principal === undefined || principal.owner !== owner) return void gone.push(key);
+      if (subject !== undefined && principal.subject !== subject) return;
+      const issued = Number(stored['issued']);
+      found.push({
+        key,
+        info: {
+          owner,
+          subject: principal.subject,
+          scopes: [...principal.scopes],
+          issuedAt: Number.isSafeInteger(issued) ? issued : undefined,
+          expiresAt: expiresOf(stored) ?? (Number(pttl) > 0 ? now + Number(pttl) : undefined),
+        },
+      });
+    });
+    if (gone.length > 0) await redis.srem(index, ...gone);
+    return found;
   };
 
   const verifier: TokenVerifier = {
@@ -133,10 +201,11 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
         const [[recordErr, record] = [], [pttlErr, pttl] = []] = replies ?? [];
         if (recordErr) throw recordErr;
         if (pttlErr) throw pttlErr;
-        const principal = decodeRecord((record ?? {}) as Record<string, string>);
+        const stored = (record ?? {}) as Record<string, string>;
+        const principal = decodeRecord(stored, sentAt);
         if (principal === undefined) return O.none;
         if (live && invalidations?.live() === true && invalidations.version() === version) {
-          remember(key, principal, Number(pttl), sentAt);
+          remember(key, principal, Number(pttl), expiresOf(stored), sentAt);
         }
         return O.some(principal);
       });
@@ -152,19 +221,34 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
       attempt(async () => {
         const token = newToken();
         const key = keyOf(token);
-        const tx = redis
-          .multi()
-          .hset(key, { owner: grant.owner, subject: grant.subject, scopes: grant.scopes.join(' ') });
-        if (grant.ttlSeconds !== undefined) tx.expire(key, grant.ttlSeconds);
-        const replies = await tx.exec();
-        const failed = replies?.find(([err]) => err !== null);
-        if (replies === null || failed !== undefined) throw failed?.[0] ?? new Error('transaction aborted');
+        const issued = Date.now();
+        const expires = grant.ttlSeconds === undefined ? undefined : issued + grant.ttlSeconds * 1000;
+        await redis.sadd(ownerIndexOf(grant.owner), key);
+        const { owner, subject } = grant;
+        await redis.hset(key, {
+          owner,
+          subject,
+          scopes: grant.scopes.join(' '),
+          issued,
+          ...(expires === undefined ? {} : { expires }),
+        });
+        if (expires !== undefined) await redis.pexpireat(key, expires);
         return token;
       }),
     revoke: (token) =>
       attempt(async () => {
         cache.delete(keyOf(token));
         return (await redis.del(keyOf(token))) === 1;
+      }),
+    list: (owner, subject) => attempt(async () => (await owned(owner, subject)).map(({ info }) => info)),
+    revokeOwned: (owner, subject) =>
+      attempt(async () => {
+        const keys = (await owned(owner, subject)).map(({ key }) => key);
+        if (keys.length === 0) return 0;
+        for (const key of keys) cache.delete(key);
+        const deleted = await redis.del(...keys);
+        await redis.srem(ownerIndexOf(owner), ...keys);
+        return deleted;
       }),
     cacheLive: () => invalidations?.live() ?? false,
     close: async () => {

@@ -17,17 +17,15 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  *   RULE 3. A refusal (OwnerFull) is decided on the owner's count read from the store during the request.
  *   RULE 4. A delete removes the document it found by `_id`, never by a filter a later create could match.
  *
- * Under one bound only inside slots are written, so a clean look stays true; RULE 1's expiry bounds how long one is
- * trusted while processes with another bound write outside (the contract's 60 s: docs/storage.md). What this process
- * remembers of an owner (`Held`) is a hint the index corrects (docs/storage.md: packing, reserved slots, progress).
+ * RULE 1's expiry bounds how long a clean look is trusted while processes with another bound write outside (the
+ * contract's 60 s). What a process holds of an owner (`Held`) is a hint the index corrects (docs/storage.md).
  */
 
 /**
- * The commands the bound needs, each one round trip served on MongoDB by `_id` or a unique index with `owner` first:
- * insertOne (`slot-taken` when the store says the slot index refused it, `taken` when it does not say which);
- * findOne by owner and id (`find`: the plant, its document and slot); the plant at the owner's highest slot (`top`),
- * its slots above `after`, in order, at most `limit` (`slots`), its plants at or above a slot (`outside`), its count;
- * updateOne by `_id` and slot (`move`: false when the target slot is taken); deleteOne by `_id` (false: gone already). `check` is called before each (see `Check`).
+ * The commands the bound needs, each one round trip on `_id` or a unique index with `owner` first: insertOne
+ * (`slot-taken`: the slot index refused it; `taken`: the store does not say which); findOne by owner and id (`find`);
+ * the owner's highest slot (`top`); its slots above `after`, in order, at most `limit`; its plants at or above a slot
+ * (`outside`); its count; updateOne by `_id` and slot (`move`: false when the target slot is taken); deleteOne by `_id`.
  */
 export interface QuotaStore<Ref> {
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<'inserted' | 'slot-taken' | 'taken'>;
@@ -44,14 +42,12 @@ export interface QuotaStore<Ref> {
 export type Slotted<Ref> = { readonly ref: Ref; readonly slot: number };
 
 export interface QuotaOptions {
-  /** This process's own clock, in milliseconds (monotonic). */
-  readonly now: () => number;
+  readonly now: () => number; // this process's own clock, in milliseconds (monotonic)
   /** RULE 1: how long a clean look is trusted. */
   readonly lookTtlMs: number;
   /** Owners held at most (an LRU; 0: none): each weighs about `max / 8` bytes and its entry. */
   readonly maxHeld: (max: number) => number;
-  /** A random integer in [0, n). */
-  readonly random: (n: number) => number;
+  readonly random: (n: number) => number; // a random integer in [0, n)
 }
 
 /** Throws when the request's deadline has passed, and is called before every command: none is sent after it. */
@@ -66,6 +62,7 @@ export const OUTSIDE_FROM = 2 ** 48;
 /** Looks before a create gives up as contended (503); between two, it tries at most `max` slots. */
 const MAX_ROUNDS = 16;
 const PAGE = 20_000; // slots a load reads per command
+type Outcome = Promise<InsertOutcome | undefined>;
 
 /** Whether a request's check passes (the request is within its deadline). */
 const alive = (check: Check): boolean => {
@@ -85,6 +82,7 @@ class Held {
   /** When the last look that found no outside plant was sent (RULE 1); -Infinity: none since the last load. */
   cleanAt = Number.NEGATIVE_INFINITY;
   fresh = true; // no create took a slot here since the look that made it: what it says full, the store said full
+  spread = 0; // how often creates here met another process's lately (see `bounded`)
 
   /** `counted`: `used` is the owner's count (a load), not its slots up to the highest all taken as taken. */
   constructor(
@@ -119,7 +117,7 @@ class Held {
     return undefined;
   }
 
-  /** The count for the port's answer: the owner's plants as this process knows them (a glance: packed up to the top). */
+  /** The count for the port's answer, as this process knows it (a glance: packed up to the highest slot). */
   get reported(): { readonly count: number } {
     return { count: this.used + this.outside };
   }
@@ -131,7 +129,7 @@ class Held {
  * under way: a unique index is missing, so plants may be written that it did not check, or moved outside (repair.ts).
  */
 export interface Quota {
-  readonly insert: (owner: string, plant: Plant, max: number, check: Check) => Promise<InsertOutcome | undefined>;
+  readonly insert: (owner: string, plant: Plant, max: number, check: Check) => Outcome;
   readonly remove: (owner: string, id: PlantId, check: Check) => Promise<boolean>;
   readonly forget: () => void;
 }
@@ -141,7 +139,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   const held = new Map<string, Held>(); // the owners held, least recently used first (a Map keeps insertion order)
   /** The look under way for an owner, if any, shared by its requests (see `Check`), and their checks. */
   const looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
-  /** Per owner, the slots reserved by its creates in flight here, each with its insert's end. */
+  /** Per owner, the slots reserved by its creates in flight here, each settled once released. */
   const reserved = new Map<string, Map<number, Promise<unknown>>>();
   let generation = 0; // times everything was forgotten: a request that began before may not keep what it read
   /** `check`, and whether what this process knows was forgotten since the request began. */
@@ -156,10 +154,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     held.delete(owner);
     held.set(owner, state);
     const room = options.maxHeld(state.max);
-    for (const oldest of held.keys()) {
-      if (held.size <= room) break;
-      held.delete(oldest);
-    }
+    while (held.size > room) held.delete(held.keys().next().value as string); // the least recently used
   };
 
   /** Reads every slot of the owner, a page at a time: a look (RULE 1) and the bitset at once. */
@@ -220,10 +215,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return state;
   };
 
-  /**
-   * RULE 3; a stored plant answers first, read after the count (a plant stored meanwhile, say by this create's earlier
-   * attempt landing late, answers 200), then the count again (a delete of that very plant between is not a full owner).
-   */
+  // RULE 3: the count, then the id (a plant stored meanwhile, say by this create's late attempt, answers 200), then
+  // the count again (a delete of that very plant between the two reads is not a full owner).
   const refusal = async (owner: string, plant: Plant, state: Held, check: Check) => {
     check();
     const count = await store.count(owner);
@@ -251,7 +244,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     );
   };
 
-  const unbounded = async (owner: string, plant: Plant, check: Check): Promise<InsertOutcome | undefined> => {
+  const unbounded = async (owner: string, plant: Plant, check: Check): Outcome => {
     held.delete(owner); // an outside plant of an owner this process may hold under a bound (tests mix bounds)
     for (let round = 0; round < MAX_ROUNDS; round++) {
       check();
@@ -268,9 +261,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
   const attempt = async (owner: string, plant: Plant, state: Held, slot: number, check: Check) => {
     check();
     const mine = reserved.get(owner) ?? new Map<number, Promise<unknown>>();
-    let release = (): void => undefined;
-    // Settled once the slot is released, not when the insert answers: a waiter woken earlier would find it still
-    // reserved and wait again at once, a loop of microtasks that starves the I/O it waits for.
+    let release = (): void => undefined; // at the slot's release: a waiter woken before would spin on microtasks
     reserved.set(owner, mine.set(slot, new Promise<void>((resolve) => (release = resolve))));
     try {
       const answer = await store.insert(owner, plant, slot);
@@ -290,23 +281,21 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     }
   };
 
-  const bounded = async (
-    owner: string,
-    plant: Plant,
-    max: number,
-    check: Check,
-  ): Promise<InsertOutcome | undefined> => {
+  const bounded = async (owner: string, plant: Plant, max: number, check: Check): Outcome => {
     let state = await current(owner, max, check);
     for (let round = 0, collisions = 0; round < MAX_ROUNDS;) {
       const mine = reserved.get(owner);
       const low = state.outside > 0 ? undefined : state.nextFree(0, mine);
       if (low !== undefined) {
-        // After a collision, one further out at random (the window doubling): processes stop meeting.
-        const slot = collisions === 0 ? low : (state.nextFree(low + random(2 << collisions), mine) ?? low);
+        // Once processes met here, at random in a window that doubles per meeting (docs/storage.md); alone, lowest.
+        const spread = collisions + state.spread;
+        const slot = spread === 0 ? low : (state.nextFree(low + random(2 << Math.min(spread, 12)), mine) ?? low);
         const answer = await attempt(owner, plant, state, slot, check);
+        if (answer === 'inserted' && collisions === 0 && state.spread > 0 && random(4) === 0) state.spread--;
         if (answer === 'inserted') return { _tag: 'Inserted', ...state.reported };
         if (answer !== 'slot-taken') return { _tag: 'Exists', stored: answer.plant, ...state.reported };
         collisions++; // the index's truth, marked: another slot believed free, no round spent
+        state.spread++;
       } else if (state.outside === 0 && mine !== undefined && state.nextFree() !== undefined) {
         await Promise.race(mine.values()); // every slot believed free is reserved here: their answers tell
       } else if (
@@ -344,8 +333,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       if (!(await store.delete(found.ref))) return false;
       const state = held.get(owner);
       state?.mark(found.slot, false);
-      // Packed: the highest inside plant takes the freed slot (arbitrated by the index, as any move), so that a create
-      // in any process finds room above the highest slot. A race leaving a hole costs a later load, never the bound.
+      // Packed: the highest inside plant takes the freed slot (a race leaving a hole costs a load, never the bound).
       check();
       const top = await store.top(owner);
       if (top === undefined || top.slot <= found.slot || top.slot >= OUTSIDE_FROM) return true;

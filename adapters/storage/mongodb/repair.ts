@@ -8,11 +8,9 @@ import { OUTSIDE_FROM } from './quota.js';
  * missing, then builds the missing indexes. Idempotent and resumable: each step reads the collection as it is.
  *
  * - Plants sharing a slot: all but the first (the least `_id`) move to fresh outside slots (quota.ts), where they
- *   count and move back in when the owner has room. Nothing is deleted. Whatever a scan finds, nothing moves before
- *   `noticeMs` after the slot index was seen missing: longer than every service's index check (30 s) and a request's
- *   deadline, so that each has forgotten what it knew of owners' slots and ended the requests begun before (quota.ts,
- *   `forget`), and none trusts a look made before a plant moved outside (a slot may be shared meanwhile, by a process
- *   that has not noticed yet).
+ *   count and move back in when the owner has room. Nothing moves before `noticeMs` after the slot index was seen
+ *   missing (longer than every service's index check and a request's deadline): each service has then forgotten what
+ *   it knew and ended the requests begun before (quota.ts, `forget`), so none trusts a look older than a move.
  * - Plants sharing an id: copies identical to the first written are deleted. Different plants under one id are listed
  *   and left, unless `keepFirst`: then the later ones are deleted, each printed first.
  *

@@ -3,7 +3,7 @@
  * batches; no network, no HTTP.
  */
 import { parse as losslessParse } from 'lossless-json';
-import { parseJson } from '../adapters/http/server/json.js';
+import { parseJson } from '../adapters/http/api/json.js';
 
 /** A plant with ignored members (objects, numbers, strings, booleans) up to `bytes` long. */
 const withIgnoredMembers = (bytes: number): string => {

@@ -7,7 +7,7 @@
  *   node --expose-gc dist/bench/memory-bound.js [N]    N defaults to the bound derived from this process's heap limit
  */
 import { getHeapStatistics } from 'node:v8';
-import { parseJson } from '../adapters/http/server/json.js';
+import { parseJson } from '../adapters/http/api/json.js';
 import { decodeNewPlant } from '../adapters/http/api/codecs.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';

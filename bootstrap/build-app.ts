@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { createHttpApp, type HttpSettings } from '../adapters/http/api/app.js';
-import { exactDispatch } from '../adapters/http/server/exact-dispatch.js';
+import { exactDispatch } from '../adapters/http/api/exact-dispatch.js';
 import { boundedMethods } from '../adapters/http/server/metrics.js';
 import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/server/server.js';
 import type { Application } from '../application/application.js';

@@ -532,6 +532,21 @@ export const prometheusBinary = (): { bin: string } | { skip: string } =>
   );
 
 /**
+ * Waits until `GET <uri>/-/ready` answers 200: Prometheus and Alertmanager accept connections before they can answer
+ * their API (Prometheus says 503 "Service Unavailable" until its storage is open).
+ */
+const untilReady = async (server: RunningServer): Promise<RunningServer> => {
+  for (const started = Date.now(); ; await new Promise((r) => setTimeout(r, 50))) {
+    const status = await fetch(`${server.uri}/-/ready`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status === 200) return server;
+    if (Date.now() - started > 60_000) throw new Error(`${server.uri}/-/ready: ${status} after 60 s`);
+  }
+};
+
+/**
  * Prometheus on a free loopback port with the given configuration (YAML text) and rule files (name → YAML text), its
  * data in a temporary directory. `uri` is its HTTP API's base. It calls out to nothing but the targets it is given.
  */
@@ -544,20 +559,22 @@ export const startPrometheus = async (
   const port = await freePort();
   writeFileSync(join(dir, 'prometheus.yml'), config);
   for (const [name, text] of Object.entries(rules)) writeFileSync(join(dir, name), text);
-  return supervise(
-    'prometheus',
-    () => ({
-      bin,
-      args: [
-        `--config.file=${join(dir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${join(dir, 'data')}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-        '--log.level=warn',
-      ],
-    }),
-    port,
-    `http://127.0.0.1:${port}`,
-    dir,
+  return untilReady(
+    await supervise(
+      'prometheus',
+      () => ({
+        bin,
+        args: [
+          `--config.file=${join(dir, 'prometheus.yml')}`,
+          `--storage.tsdb.path=${join(dir, 'data')}`,
+          `--web.listen-address=127.0.0.1:${port}`,
+          '--log.level=warn',
+        ],
+      }),
+      port,
+      `http://127.0.0.1:${port}`,
+      dir,
+    ),
   );
 };
 
@@ -585,21 +602,23 @@ export const startAlertmanager = async (bin: string, config: string): Promise<Ru
   const dir = mkdtempSync(join(tmpdir(), 'alertmanager-'));
   const port = await freePort();
   writeFileSync(join(dir, 'alertmanager.yml'), config);
-  return supervise(
-    'alertmanager',
-    () => ({
-      bin,
-      args: [
-        `--config.file=${join(dir, 'alertmanager.yml')}`,
-        `--storage.path=${join(dir, 'data')}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-        '--cluster.listen-address=',
-        '--log.level=warn',
-      ],
-    }),
-    port,
-    `http://127.0.0.1:${port}`,
-    dir,
+  return untilReady(
+    await supervise(
+      'alertmanager',
+      () => ({
+        bin,
+        args: [
+          `--config.file=${join(dir, 'alertmanager.yml')}`,
+          `--storage.path=${join(dir, 'data')}`,
+          `--web.listen-address=127.0.0.1:${port}`,
+          '--cluster.listen-address=',
+          '--log.level=warn',
+        ],
+      }),
+      port,
+      `http://127.0.0.1:${port}`,
+      dir,
+    ),
   );
 };
 

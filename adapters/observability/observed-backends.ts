@@ -12,9 +12,10 @@ import type { BackendMetrics, CallOutcome } from './metrics.js';
  * timed into the metrics, and the backend's availability is tracked from the outcomes. An outage is logged once when
  * it starts (warn, with the driver's reason) and once when it ends (info, with its length), at most one outage line
  * per backend every `throttleMs`; flapping beyond that is counted into the next line instead of flooding the log.
- * While a backend is known down (its last call failed), calls to it fail at once without reaching it, except one probe
- * at a time, at most one every `probeEveryMs`: the probe finds the backend's return, and its success lets every call
- * through again.
+ * A backend is known down when a call failed and no call has been answered since that call began: one slow call among
+ * answered ones (an owner's large load past its deadline) is that call's failure, not an outage. While a backend is
+ * known down, calls to it fail at once without reaching it, except one probe at a time, at most one every
+ * `probeEveryMs`: the probe finds the backend's return, and its success lets every call through again.
  */
 
 export type BackendName = 'storage' | 'token store' | 'rate limiter';
@@ -23,7 +24,10 @@ export interface BackendObserver {
   /** A driver's own report of trouble (a failed heartbeat, a connection error): the reason of the next outage line. */
   readonly driverError: (backend: BackendName, reason: string) => void;
   readonly answered: (backend: BackendName) => void;
-  readonly failed: (backend: BackendName, reason: string) => void;
+  /** How many calls the backend has answered so far: given back to `failed` by a call that began then. */
+  readonly answers: (backend: BackendName) => number;
+  /** A call failed; with `answersBefore`, not an outage if the backend answered another call since that one began. */
+  readonly failed: (backend: BackendName, reason: string, answersBefore?: number) => void;
   /** Whether a call may reach the backend now: 'refuse' while it is known down and another call probes it. */
   readonly admit: (backend: BackendName) => 'call' | 'probe' | 'refuse';
   /** The probe `admit` let through has ended: the next may come `probeEveryMs` later. */
@@ -42,6 +46,7 @@ export const redact = (reason: string): string =>
 
 interface State {
   up: boolean | undefined;
+  answers: number;
   /** While down, when the next probe may start (Infinity: one is under way). */
   nextProbeAt: number;
   downSince: number;
@@ -80,6 +85,7 @@ export const backendObserver = ({
     if (s === undefined) {
       s = {
         up: undefined,
+        answers: 0,
         nextProbeAt: 0,
         downSince: 0,
         lastLineAt: -Infinity,
@@ -100,6 +106,7 @@ export const backendObserver = ({
     },
     answered: (backend) => {
       const s = stateOf(backend);
+      s.answers += 1;
       if (s.up === true) return;
       s.flush?.();
       const wasDown = s.up === false;
@@ -107,9 +114,10 @@ export const backendObserver = ({
       metrics?.setUp(backend, true);
       if (wasDown && !s.quiet) logger.info({ backend, downForMs: now() - s.downSince }, `${backend} recovered`);
     },
-    failed: (backend, reason) => {
+    answers: (backend) => stateOf(backend).answers,
+    failed: (backend, reason, answersBefore) => {
       const s = stateOf(backend);
-      if (s.up === false) return;
+      if (s.up === false || (answersBefore !== undefined && s.answers > answersBefore)) return;
       const at = now();
       s.up = false;
       s.downSince = at;
@@ -180,6 +188,7 @@ const timed =
       return left(unavailable);
     }
     const started = performance.now();
+    const answersBefore = probe.observer.answers(backend);
     const report = (outcome: CallOutcome) => {
       const ms = performance.now() - started;
       probe.metrics?.observeCall(backend, operation, outcome, ms / 1000);
@@ -191,7 +200,7 @@ const timed =
       result = await task();
     } catch (e) {
       report('error');
-      probe.observer.failed(backend, describe(e));
+      probe.observer.failed(backend, describe(e), answersBefore);
       throw e;
     }
     if (result._tag === 'Right') {
@@ -200,7 +209,7 @@ const timed =
     } else {
       const ms = report('unavailable');
       if ((result.left as { _tag?: unknown })._tag !== unavailable._tag) probe.observer.answered(backend);
-      else probe.observer.failed(backend, `no answer (gave up after ${Math.round(ms)} ms)`);
+      else probe.observer.failed(backend, `no answer (gave up after ${Math.round(ms)} ms)`, answersBefore);
     }
     return result;
   };

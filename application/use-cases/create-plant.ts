@@ -44,14 +44,12 @@ export const createPlant =
     const outcome = await plants.insert(principal.owner, candidate, bounded ? maxPlantsPerOwner : NO_PLANT_LIMIT)();
     if (E.isLeft(outcome)) return outcome;
     const found = outcome.right;
-    const created = (plant: Plant, count: number | undefined): CreatedPlant =>
-      bounded && count !== undefined ? { plant, quota: { limit: maxPlantsPerOwner, used: count } } : { plant };
-    switch (found._tag) {
-      case 'Inserted':
-        return E.right(created(candidate, found.count));
-      case 'Exists':
-        return samePlant(found.stored, candidate) ? E.right(created(found.stored, found.count)) : E.left(plantConflict);
-      case 'OwnerFull':
-        return E.left(quotaExceeded(maxPlantsPerOwner, found.count));
-    }
+    if (found._tag === 'OwnerFull') return E.left(quotaExceeded(maxPlantsPerOwner, found.count));
+    if (found._tag === 'Exists' && !samePlant(found.stored, candidate)) return E.left(plantConflict);
+    const plant = found._tag === 'Exists' ? found.stored : candidate;
+    return E.right(
+      bounded && found.count !== undefined
+        ? { plant, quota: { limit: maxPlantsPerOwner, used: found.count } }
+        : { plant },
+    );
   };

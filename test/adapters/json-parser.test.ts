@@ -3,7 +3,7 @@ import * as E from 'fp-ts/lib/Either.js';
 import { LosslessNumber, parse as losslessParse } from 'lossless-json';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { JSON_LIMITS, jsonParser, REPEATED_MEMBER } from '../../adapters/http/server/json.js';
+import { JSON_LIMITS, jsonParser, REPEATED_MEMBER } from '../../adapters/http/api/json.js';
 import { assertLinear, perCallMs, sized } from '../edge/cost.js';
 
 /**

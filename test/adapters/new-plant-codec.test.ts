@@ -2,7 +2,7 @@ import * as E from 'fp-ts/lib/Either.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeNewPlant } from '../../adapters/http/api/codecs.js';
-import { parseJson } from '../../adapters/http/server/json.js';
+import { parseJson } from '../../adapters/http/api/json.js';
 
 const ID_AS_STRING =
   'id: must be a JSON number, not a string: write 7, not "7" (an integer from -9223372036854775808 to 9223372036854775807, all its digits kept exactly)';

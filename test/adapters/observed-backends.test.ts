@@ -214,6 +214,32 @@ test('while storage is known down, calls fail at once without reaching it, but f
   assert.is(state.reached, 5);
 });
 
+test('one call past its deadline while others are answered is not an outage: the calls after it reach the store', async () => {
+  const { observer } = harness();
+  const memory = memoryPlantRepository();
+  let reached = 0;
+  const slow: Array<() => void> = [];
+  const store: PlantRepository = {
+    ...memory,
+    insert: (o, p, m) => async () => {
+      reached += 1;
+      if (p.id !== 1n) return memory.insert(o, p, m)();
+      await new Promise<void>((resolve) => slow.push(resolve));
+      return E.left(storageUnavailable); // its deadline passed, as an owner's long load's would
+    },
+  };
+  const plants = observedPlants(store, { observer, metrics: undefined });
+  const owner = freshOwner();
+  const create = (id: number) => plants.insert(owner, aPlant(BigInt(id)))();
+  const late = create(1);
+  assert.ok(E.isRight(await create(2)), 'answered while the first is under way');
+  slow.splice(0).forEach((go) => go());
+  assert.equal(await late, E.left(storageUnavailable));
+  const after = await Promise.all([3, 4, 5].map(create));
+  assert.ok(after.every(E.isRight), 'no call refused');
+  assert.is(reached, 5, 'every call reached the store');
+});
+
 test('a store that answers "full" is up: calls after it still reach the store', async () => {
   const { observer } = harness();
   const memory = memoryPlantRepository({ maxPlants: 1 });

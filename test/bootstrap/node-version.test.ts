@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -45,12 +46,12 @@ test('package.json engines says the same range as the guard', () => {
 });
 
 /** Runs a compiled entry point with process.versions.node made to read `version` before anything else loads. */
-const runAs = (version: string, script: string, args: string[] = []) =>
+const runAs = (version: string, script: string, args: string[] = [], extraEnv: Record<string, string> = {}) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const stub = `data:text/javascript,Object.defineProperty(process.versions,"node",{value:${JSON.stringify(version)}})`;
     const child = spawn(process.execPath, ['--import', stub, join(distRoot, script), ...args], {
       // A bad variable too: the version is checked before the configuration is read.
-      env: { PATH: process.env['PATH'] ?? '', PORT: 'eighty', HOST: '127.0.0.1' },
+      env: { PATH: process.env['PATH'] ?? '', PORT: 'eighty', HOST: '127.0.0.1', ...extraEnv },
     });
     let stdout = '';
     let stderr = '';
@@ -85,6 +86,31 @@ test('the npm scripts check lets a supported Node.js through silently', async ()
   const { code, stdout, stderr } = await runAs('24.19.0', 'bootstrap/require-supported-node.js');
   assert.is(code, 0);
   assert.is(stdout + stderr, '');
+});
+
+test("on an older Node.js, npm's scripts run their entry point on Node.js 26 from scripts/install-node26.sh", async () => {
+  // The entry prints the version it runs on; launch.mjs is started as npm starts it, on a Node.js that reads as 20.
+  const dir = mkdtempSync(join(tmpdir(), 'launch-'));
+  const entry = join(dir, 'print-version.mjs');
+  writeFileSync(entry, 'process.stdout.write(process.versions.node);\n');
+  try {
+    // HOME (and XDG_CACHE_HOME) name the cache install-node26.sh fetches into once: the run's own, not a new one.
+    const cache = Object.fromEntries(
+      (['HOME', 'XDG_CACHE_HOME', 'PLANT_STORE_NODE26_DIR'] as const).flatMap((name) => {
+        const value = process.env[name];
+        return value === undefined ? [] : [[name, value]];
+      }),
+    );
+    const { code, stdout, stderr } = await runAs('20.20.2', join('..', 'scripts', 'launch.mjs'), [entry], cache);
+    assert.is(code, 0, stderr);
+    assert.match(
+      stderr,
+      /^Node\.js 20\.20\.2 is older than 24: running on Node\.js 26 \(scripts\/install-node26\.sh\)\n/,
+    );
+    assert.match(stdout, /^26\.\d+\.\d+$/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test.run();

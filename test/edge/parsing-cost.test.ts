@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import { bearerToken } from '../../adapters/http/api/pipeline.js';
-import { isJsonContentType } from '../../adapters/http/server/body.js';
+import { isJsonContentType } from '../../adapters/http/api/json.js';
 import { decodeCursor, decodePathId } from '../../adapters/http/api/codecs.js';
 import { int64FromJsonNumber } from '../../domain/int64.js';
 import { PlantText } from '../../domain/plant.js';

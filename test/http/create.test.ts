@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import * as assert from 'uvu/assert';
-import { JSON_LIMITS } from '../../adapters/http/server/json.js';
+import { JSON_LIMITS } from '../../adapters/http/api/json.js';
 import { downRepository } from '../support/fakes.js';
 import { httpSuite, rawRequest, type Service, serviceSuite } from '../support/http.js';
 import { storageBackends } from '../support/storage-backends.js';

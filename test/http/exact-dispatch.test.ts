@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import polka, { type Request } from 'polka';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { exactDispatch } from '../../adapters/http/server/exact-dispatch.js';
+import { exactDispatch } from '../../adapters/http/api/exact-dispatch.js';
 
 /**
  * The shortcut in front of polka answers exactly what polka answers: a small polka app (exact routes, a method

@@ -23,7 +23,7 @@ const templateOf = (path: string, doc: Doc): string | undefined => {
 };
 
 /**
- * The mechanisms the document describes in words, not as operations (adapters/http/server/openapi-operations.ts): the docs
+ * The mechanisms the document describes in words, not as operations (adapters/http/api/openapi-operations.ts): the docs
  * page's own files and CORS preflights. Their answers are checked here against what the words say.
  */
 const mechanism = (method: string, path: string, status: number, headers: Headers, body: string): boolean => {

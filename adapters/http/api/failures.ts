@@ -6,11 +6,11 @@ import type { FieldRuleBroken, PlantConflict, PlantNotFound, QuotaExceeded } fro
 import { PLANT_FIELD_NAMES } from '../../../domain/plant.js';
 import type { MissingScope } from '../../../domain/principal.js';
 import type { BodyRefusal } from '../server/body.js';
-import type { MalformedBody } from '../server/json.js';
+import type { MalformedBody } from './json.js';
 import type { FailureResponse } from '../server/answer.js';
-import { CLOSE } from '../server/refusals.js';
+import { CLOSE } from '../server/answer.js';
 
-/** Failures that only exist at the HTTP edge; reading a body reports its own (server/body.ts, server/json.ts). */
+/** Failures that only exist at the HTTP edge; reading a body reports its own (server/body.ts, json.ts). */
 export type HttpFailure =
   | { readonly _tag: 'MissingCredentials' }
   | { readonly _tag: 'UnsupportedMediaType' }
@@ -24,7 +24,7 @@ export type HttpFailure =
 
 /**
  * Everything a routed request can fail with, from any layer. What the server refuses before any route (the parser's
- * errors, Host, the HTTP version) it answers itself: server/refusals.ts.
+ * errors, Host, the HTTP version) it answers itself: server/before-routing.ts and server.ts.
  */
 export type Failure =
   | HttpFailure

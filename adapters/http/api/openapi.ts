@@ -4,8 +4,8 @@ import { TOKEN_MAX } from '../../../domain/principal.js';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../../application/use-cases/list-plants.js';
 import { encodeCursor } from './codecs.js';
 import { plantFieldsJoined, RETRY_AFTER_SECONDS, ROUTE_NOT_FOUND } from './failures.js';
-import { JSON_LIMITS } from '../server/json.js';
-import { CORS_IN_WORDS, withOperationalPaths } from '../server/openapi-operations.js';
+import { JSON_LIMITS } from './json.js';
+import { CORS_IN_WORDS, withOperationalPaths } from './openapi-operations.js';
 
 /**
  * The service's OpenAPI 3.1.0 document, built from the same constants the code enforces. int64 bounds are bigints:

@@ -4,7 +4,7 @@ import type { RateDecision } from '../../../application/application.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { Principal } from '../../../domain/principal.js';
 import { rejectionReason } from './auth-log.js';
-import { answerFailure, logRequest, responseFields, type Edge } from '../server/answer.js';
+import { answerFailure, logRequest, responseFields, type Edge, type RequestLine } from '../server/answer.js';
 import type { CorsPolicy } from '../server/cors.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
 import type { HttpMetrics } from '../server/metrics.js';
@@ -33,14 +33,6 @@ export interface Caller {
 }
 
 export type Handler = (req: Exchange, res: ServerResponse) => Promise<void> | void;
-
-/**
- * A body longer than this is encoded to bytes before it is written. A string the socket cannot send at once stays in
- * the heap as a string (a page of four-byte characters as two-byte UTF-16: twice its bytes) and is counted in
- * `writableLength` by characters; as a Buffer it is held outside the heap and counted by bytes, which is what the
- * server's bound on unsent bytes (server.ts) sums.
- */
-const ENCODE_ABOVE = 16 * 1024;
 
 /** Stamps the exchange once: start time and request id (the caller's when valid, else a new one); names its route. */
 export const exchangeOf = (req: Request, route: string): Exchange => {
@@ -101,51 +93,43 @@ export interface ResponderSettings {
 
 export const responder = ({ logger, metrics, cors }: ResponderSettings): Responder => {
   const edge: Edge = { logger, cors };
-  const elapsedMs = (req: Exchange): number => performance.now() - req.startedAt;
-  const observe = (req: Exchange, status: number, ms: number): void =>
-    metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);
   /** The headers a response carries for its caller: its RateLimit fields when a limit applies, then `headers`. */
-  const withRate = (
-    caller: Caller | undefined,
-    headers: Readonly<Record<string, string>> | undefined,
-  ): Readonly<Record<string, string>> | undefined =>
+  const withRate = (caller: Caller | undefined, headers: Readonly<Record<string, string>> | undefined) =>
     caller?.rate === undefined ? headers : { ...rateLimitHeaders(caller.rate), ...headers };
-  /** Whether the exchange can no longer be answered: logged as closed before its answer instead. */
-  const gone = (req: Exchange, res: ServerResponse, caller: Caller | undefined, status: number): boolean => {
-    if (res.headersSent) return true;
-    // The socket too: one destroyed by the shutdown's cut is not yet reported on the response (its 'close' comes later).
-    if (!res.destroyed && !req.socket.destroyed) return false;
-    closed(req, res, caller, status);
-    return true;
+  /** Observed, the span ended; returns the time taken, in ms to 0.01 for the log line. */
+  const finished = (req: Exchange, status: number): number => {
+    const ms = performance.now() - req.startedAt;
+    metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);
+    req.trace?.end(req.route, status);
+    return Math.round(ms * 100) / 100;
   };
 
   const closed: Responder['closed'] = (req, res, caller, answer) => {
     if (req.closedLogged === true || res.headersSent) return;
     req.closedLogged = true;
-    const ms = elapsedMs(req);
-    observe(req, CLOSED_BEFORE_ANSWER, ms);
-    req.trace?.end(req.route, CLOSED_BEFORE_ANSWER);
+    const ms = finished(req, CLOSED_BEFORE_ANSWER);
     logRequest(logger, {
       reqId: req.id,
       method: req.method,
       route: req.route,
       status: CLOSED_BEFORE_ANSWER,
       answer,
-      ms: Math.round(ms * 100) / 100,
+      ms,
       owner: caller?.principal.owner,
       trace_id: req.trace?.traceId,
       span_id: req.trace?.spanId,
     });
   };
+  // The hot path, with no call of its own beyond the fields, the write, the observation and the log line.
   const send: Responder['send'] = (req, res, caller, status, body, headers, rejected) => {
-    if (gone(req, res, caller, status)) return;
-    const bytes = typeof body === 'string' && body.length > ENCODE_ABOVE ? Buffer.from(body) : body;
-    const fields = responseFields(edge, { id: req.id, origin: req.headers.origin }, withRate(caller, headers), bytes);
-    res.writeHead(status, fields).end(bytes);
-    const ms = elapsedMs(req);
-    observe(req, status, ms);
+    if (res.headersSent) return;
+    if (res.destroyed || req.socket.destroyed) return closed(req, res, caller, status);
+    const rated = caller?.rate === undefined ? headers : { ...rateLimitHeaders(caller.rate), ...headers };
+    res.writeHead(status, responseFields(edge, { id: req.id, origin: req.headers.origin }, rated, body)).end(body);
+    const ms = performance.now() - req.startedAt;
+    metrics?.observe(req.method ?? 'GET', req.route, status, ms / 1000);
     req.trace?.end(req.route, status);
-    logRequest(logger, {
+    const line: RequestLine = {
       reqId: req.id,
       method: req.method,
       route: req.route,
@@ -155,7 +139,8 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
       rejected,
       trace_id: req.trace?.traceId,
       span_id: req.trace?.spanId,
-    });
+    };
+    logger.info(line, 'request');
   };
   return {
     send,
@@ -163,29 +148,31 @@ export const responder = ({ logger, metrics, cors }: ResponderSettings): Respond
     ok: (req, res, caller, body, headers) => send(req, res, caller, 200, body, headers),
     fail: (req, res, caller, failure) => {
       const response = toResponse(failure);
-      if (gone(req, res, caller, response.status)) return;
-      const ms = elapsedMs(req);
-      const status = answerFailure(
+      if (res.headersSent) return;
+      // The socket too: one destroyed by the shutdown's cut is not yet reported on the response.
+      if (res.destroyed || req.socket.destroyed) return closed(req, res, caller, response.status);
+      const asker = { id: req.id, origin: req.headers.origin };
+      // Why a token was refused goes in the request's own line (at the default level, with its request id).
+      const rejected =
+        failure._tag === 'MissingCredentials' || failure._tag === 'InvalidToken' || failure._tag === 'MissingScope'
+          ? rejectionReason(failure, req.headers.authorization)
+          : undefined;
+      const ms = finished(req, response.status);
+      answerFailure(
         edge,
         res,
-        { id: req.id, origin: req.headers.origin },
+        asker,
         { ...response, headers: withRate(caller, response.headers) },
         {
           method: req.method,
           route: req.route,
-          ms: Math.round(ms * 100) / 100,
+          ms,
           owner: caller?.principal.owner,
-          // Why the token was refused goes in the request's own line (at the default level, with its request id).
-          rejected:
-            failure._tag === 'MissingCredentials' || failure._tag === 'InvalidToken' || failure._tag === 'MissingScope'
-              ? rejectionReason(failure, req.headers.authorization)
-              : undefined,
+          rejected,
           trace_id: req.trace?.traceId,
           span_id: req.trace?.spanId,
         },
       );
-      observe(req, status, ms);
-      req.trace?.end(req.route, status);
     },
   };
 };

@@ -2,37 +2,34 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { CorsPolicy } from './cors.js';
-import { edgeOf } from './exchange.js';
+import { edges } from './exchange.js';
 
-/**
- * How every response of the service is answered and logged: the fields the contract puts on each (X-Request-Id,
- * no-store, nosniff, CORS, Content-Type and Content-Length), the Error body of a failure, and the one log line. The
- * app's responder (api/respond.ts) and the server's own refusals (server.ts) both answer through here.
- */
-
-/** A failure as it goes over the wire: the status, the Error body's message, and header fields. */
+/** A failure as it goes over the wire (api/respond.ts's and server.ts's): status, Error message, header fields. */
 export interface FailureResponse {
   readonly status: number;
   readonly message: string;
   readonly headers?: Readonly<Record<string, string>> | undefined;
 }
 
-/** What the answers of one server share: its log and its CORS policy (none when CORS is off). */
+/** A refusal below the routes (server.ts): it closes the connection. */
+export const CLOSE = { Connection: 'close' } as const;
+export const refusal = (status: number, message: string): FailureResponse => ({ status, message, headers: CLOSE });
+export const malformed = (reason: string): FailureResponse => refusal(400, `request: ${reason}`);
+export const VERSION_NOT_SUPPORTED = refusal(505, 'request: only HTTP/1.0 and HTTP/1.1 are served');
+
+/** What the answers of one server share. */
 export interface Edge {
   readonly logger: Logger;
   readonly cors?: CorsPolicy | undefined;
 }
 
-/** The request an answer is for: its id (for the field and the log line), and its Origin (for CORS). */
+/** The request an answer is for: its id, and its Origin (for CORS). */
 export interface Asker {
   readonly id: string;
   readonly origin: string | undefined;
 }
 
-/**
- * The request's log line: its id, method and status, and the route and time when a route took it, or the server's
- * code for a refusal below the routes. pino leaves out a member whose value is undefined.
- */
+/** The request's log line: the route and time when a route took it, or the server's code for a refusal. */
 export interface RequestLine {
   readonly reqId: string;
   readonly method: string | undefined;
@@ -40,12 +37,11 @@ export interface RequestLine {
   readonly route?: string | undefined;
   readonly ms?: number | undefined;
   readonly owner?: string | undefined;
-  /** Why a token was refused (401, 403): never the token. */
+  /** Why a token was refused (401, 403), never the token. */
   readonly rejected?: string | undefined;
   readonly code?: string | undefined;
-  /** The status a request closed before its answer would have had (logged with status 499). */
+  /** The status a request closed before its answer (499) would have had. */
   readonly answer?: number | undefined;
-  /** The request's trace and server span, when tracing is on. */
   readonly trace_id?: string | undefined;
   readonly span_id?: string | undefined;
 }
@@ -56,9 +52,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export const logRequest = (logger: Logger, line: RequestLine): void => logger.info(line, 'request');
 
 /**
- * The fields of every response, as one flat `[name, value, ...]` list for one writeHead (cheaper than a setHeader per
- * field): the request id, nosniff, no-store (unless `headers` gives a Cache-Control), CORS, `headers`, and for a body
- * its Content-Type (JSON unless given) and Content-Length.
+ * The fields of every response as one flat `[name, value, ...]` list for one writeHead: the request id, nosniff,
+ * no-store (unless `headers` gives a Cache-Control), CORS, `headers`, and a body's Content-Type and Content-Length.
  */
 export const responseFields = (
   { cors }: Edge,
@@ -78,9 +73,8 @@ export const responseFields = (
 };
 
 /**
- * Every failure's answer, the app's and the server's alike: the failure's status, the contract's fields and the
- * Error body, written on the response, or framed on the bare socket where Node has no response object; then its log
- * line. Returns the status.
+ * Every failure's answer: its status, the contract's fields and the Error body, on the response or framed on the bare
+ * socket where Node has none; then its log line. Returns the status.
  */
 export const answerFailure = (
   edge: Edge,
@@ -92,12 +86,11 @@ export const answerFailure = (
   const body = JSON.stringify({ error: status, message });
   let fields = headers;
   if ('writeHead' in to && headers?.['Connection'] === 'close' && bodyMayFollow(to.req)) {
-    // The client may still be sending the body: on `Connection: close` Node closes the socket right after the answer,
-    // and the kernel resets it as more arrives, taking the answer with it. So the answer goes without the field, and
-    // the connection is closed gracefully after it (a FIN, the rest of the body read and dropped, bounded).
+    // The body may still be coming: on `Connection: close` Node closes at once and the kernel resets the connection
+    // as more arrives, taking the answer with it. So the field is left out and the connection lingers (connections.ts).
     const { Connection: _close, ...kept } = headers;
     fields = kept;
-    edgeOf(to.socket)?.closeAfter(to);
+    if (to.socket !== null) edges.get(to.socket)?.closeAfter(to);
   }
   if ('writeHead' in to) to.writeHead(status, responseFields(edge, asker, fields, body)).end(body);
   else frame(to, status, responseFields(edge, asker, fields, body), body);
@@ -106,11 +99,8 @@ export const answerFailure = (
 };
 
 /** Whether the request's body may still be on its way. */
-const bodyMayFollow = (req: IncomingMessage): boolean => {
-  if (req.complete) return false;
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-};
+const bodyMayFollow = ({ complete, headers }: IncomingMessage): boolean =>
+  !complete && (headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0');
 
 /** Writes a whole HTTP/1.1 response on a bare socket: the status line, Date, the given fields and the body. */
 const frame = (socket: Socket, status: number, fields: readonly string[], body: string): void => {

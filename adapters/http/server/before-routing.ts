@@ -1,18 +1,12 @@
 import type { IncomingMessage } from 'node:http';
-import type { ServerRefusal } from './refusals.js';
+import { malformed, refusal, VERSION_NOT_SUPPORTED, type FailureResponse } from './answer.js';
 import type { ServerLimits } from './server-limits.js';
-
-/** What is checked and answered before a request reaches the routes: its target, its Host, the parser's errors. */
 
 export type ParserError = Error & { readonly code?: string; readonly reason?: unknown };
 
 const NOT_PRINTABLE = /[^\x20-\x7e]/g;
 
-/**
- * The origin-form (path and query) of an absolute-form request target such as `http://host:port/path?query`
- * (RFC 9112 §3.2.2); undefined when the target is not an http or https URI with an authority whose host and port are
- * valid.
- */
+/** The origin-form of an absolute-form target (`http://host:port/path?query`, RFC 9112 §3.2.2), if valid. */
 export const originForm = (target: string): string | undefined => {
   const sep = target.indexOf('://');
   if (sep <= 0) return undefined;
@@ -22,8 +16,7 @@ export const originForm = (target: string): string | undefined => {
   let end = authority;
   while (end < target.length && target[end] !== '/' && target[end] !== '?') end += 1;
   if (end === authority) return undefined;
-  // User info (deprecated, RFC 9110 §4.2.4) is let through and ignored, like the host itself; what follows it must
-  // still be a host and port.
+  // User info (deprecated, RFC 9110 §4.2.4) is ignored, like the host; what follows it must be a host and port.
   const host = target.slice(authority, end);
   if (!isHost(host.slice(host.lastIndexOf('@') + 1))) return undefined;
   const rest = target.slice(end);
@@ -31,13 +24,10 @@ export const originForm = (target: string): string | undefined => {
 };
 
 /**
- * What is wrong with the request's Host, Authorization, Content-Type and Transfer-Encoding fields, with its log code;
- * undefined when nothing is. HTTP/1.1 needs exactly one Host field (RFC 9112 §3.2 asks for a 400), HTTP/1.0 at most
- * one. Two Authorization fields are refused too: Node would serve the first, a proxy in front may have read the last,
- * and the two may name different tenants; likewise two Content-Type fields (Node keeps the first, a proxy may have
- * checked the last). Node's parser lets a transfer coding before `chunked` through (`gzip, chunked`) and hands on the
- * body still coded; no coding but chunked is understood here (RFC 9112 §6.1), so such a body is refused
- * like every other Transfer-Encoding the parser refuses, rather than read as if it were not coded.
+ * What is wrong with the request's Host, Authorization, Content-Type and Transfer-Encoding, with its log code.
+ * HTTP/1.1 needs exactly one Host (RFC 9112 §3.2), 1.0 at most one. Two Authorization or Content-Type fields are
+ * refused: Node keeps the first, a proxy in front may have read the last. Node lets `gzip, chunked` through with the
+ * body still coded; no coding but chunked is understood here (RFC 9112 §6.1).
  */
 export const badFields = (req: IncomingMessage): { readonly reason: string; readonly code: string } | undefined => {
   const raw = req.rawHeaders;
@@ -53,15 +43,15 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
   if (hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1)) {
     return { reason: 'send exactly one Host header', code: 'HOST' };
   }
-  if (hosts === 1 && !isHost(req.headers.host ?? '')) {
+  const host = req.headers.host ?? '';
+  if (hosts === 1 && host !== lastHost && !isHost(host)) {
     return { reason: 'the Host header must be a host name or address, with an optional port', code: 'HOST' };
   }
   if (authorizations > 1) return { reason: 'send at most one Authorization header', code: 'AUTHORIZATION' };
   if (types > 1) return { reason: 'send at most one Content-Type header', code: 'CONTENT_TYPE' };
   const coding = req.headers['transfer-encoding'];
   if (coding !== undefined) {
-    // HTTP/1.0 has no Transfer-Encoding: a 1.0 message that has one has faulty framing, whatever the parser made of it
-    // (RFC 9112 §6.1), and its connection must close after the answer.
+    // A 1.0 message with Transfer-Encoding has faulty framing (RFC 9112 §6.1).
     if (req.httpVersionMinor === 0) {
       return { reason: 'HTTP/1.0 has no Transfer-Encoding; send Content-Length', code: 'TRANSFER_ENCODING' };
     }
@@ -72,41 +62,36 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
   return undefined;
 };
 
-/**
- * RFC 9110 §7.2's `Host = uri-host [ ":" port ]`: an IP literal in brackets, or a reg-name (letters, digits,
- * `-._~`, sub-delims, percent-encodings), then an optional port of digits. No user info (`u@x`), path, space or list.
- * The empty value is valid (RFC 9112 §3.2, a target without authority). Each character has exactly one way to match,
- * so the match is linear in the value's length.
- */
+/** RFC 9110 §7.2's `Host = uri-host [ ":" port ]`, or empty (RFC 9112 §3.2); linear: one way to match each char. */
 const HOST = /^(?:\[[0-9A-Za-z._~!$&'()*+,;=:-]+\]|(?:[0-9A-Za-z._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
 let lastHost = '';
 export const isHost = (value: string): boolean => {
-  // Clients send the same Host on every request: the last valid value is remembered, to skip the match.
+  // Clients send the same Host on every request: the last valid one skips the match.
   if (value === lastHost) return true;
   if (!HOST.test(value)) return false;
   lastHost = value;
   return true;
 };
 
-/** The failure a parser error answers with; undefined for socket errors, which cannot be answered. */
-export const parserFailure = (err: ParserError, limits: ServerLimits): ServerRefusal | undefined => {
+/** The answer to a parser error; undefined for socket errors, which cannot be answered. */
+export const parserFailure = (err: ParserError, limits: ServerLimits): FailureResponse | undefined => {
   switch (err.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return { _tag: 'HeadersTooLarge', limit: limits.maxHeaderSize };
+      return refusal(431, `headers: the request line and headers must be at most ${limits.maxHeaderSize} bytes`);
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { _tag: 'RequestTimeout', headersMs: limits.headersTimeoutMs, requestMs: limits.requestTimeoutMs };
+      return refusal(
+        408,
+        `request: the headers must arrive within ${limits.headersTimeoutMs} ms and the whole request within ${limits.requestTimeoutMs} ms`,
+      );
     case 'HPE_PAUSED_H2_UPGRADE': // the HTTP/2 connection preface, "PRI * HTTP/2.0"
-      return { _tag: 'VersionNotSupported' };
+      return VERSION_NOT_SUPPORTED;
     case 'HPE_INVALID_EOF_STATE':
-      return { _tag: 'MalformedRequest', reason: 'the connection ended before the request was complete' };
+      return malformed('the connection ended before the request was complete');
     default: {
       if (err.code === undefined || !err.code.startsWith('HPE_')) return undefined;
-      // llhttp's reason is one of its own constant sentences ("Duplicate Content-Length"), never client bytes.
+      // llhttp's reason is one of its own sentences ("Duplicate Content-Length"), never client bytes.
       const reason = typeof err.reason === 'string' ? err.reason.replace(NOT_PRINTABLE, '').slice(0, 100) : '';
-      return {
-        _tag: 'MalformedRequest',
-        reason: reason === '' ? 'malformed HTTP/1.1' : `malformed HTTP/1.1 (${reason})`,
-      };
+      return malformed(reason === '' ? 'malformed HTTP/1.1' : `malformed HTTP/1.1 (${reason})`);
     }
   }
 };

@@ -4,16 +4,15 @@ import type { ServerLimits } from './server-limits.js';
 
 /** What the server keeps about one connection. */
 export interface Connection {
-  /** Requests read on this connection whose response has not closed yet: counted here, bounded by the server. */
+  /** Requests read whose response has not closed yet. */
   unanswered: number;
-  /** The latest request read on this connection, with its response. */
   last: { readonly req: IncomingMessage; readonly res: ServerResponse } | undefined;
-  /** The connection is going away: nothing more read on it is answered. */
+  /** Going away: nothing more read on it is answered. */
   closing: boolean;
   lingering: boolean;
-  /** The response the app is producing or the socket is still sending; the next request waits for it to close. */
+  /** The response being produced or sent; the next request waits for it to close. */
   serving: ServerResponse | undefined;
-  /** The turn of the event loop (server.ts) in which a request of this connection was last served from the parser. */
+  /** The turn in which a request was last served straight from the parser (server.ts). */
   servedInTurn: number;
   /** Requests read while another was being served, in order. */
   readonly waiting: Array<{ readonly req: IncomingMessage; readonly res: ServerResponse }>;
@@ -33,12 +32,8 @@ export const newConnection = (): Connection => ({
 });
 
 /**
- * Closes a connection without losing its last response: end our side (FIN after the response), keep reading and
- * discarding what the client still sends, up to `lingerBytes` (then it stops reading), and destroy the socket when the client closes or
- * `lingerMs` has passed. Closing at once while the client is still sending (the rest of a refused body) would make the
- * kernel answer with a reset, and the client's stack would drop the response before the client read it. What is read
- * meanwhile goes to Node's parser as usual: a request it finds is not answered (the connection is closing), and a body
- * left unread is resumed, so discarded.
+ * Closes a connection without losing its last response: a FIN, then what the client still sends is read and dropped
+ * (`lingerBytes`, `lingerMs`); closing at once would make the kernel reset it, and the client drop the response.
  */
 export const linger = (socket: Socket, conn: Connection, limits: ServerLimits): void => {
   conn.closing = true;
@@ -54,7 +49,7 @@ export const linger = (socket: Socket, conn: Connection, limits: ServerLimits): 
   });
   socket.once('close', () => {
     clearTimeout(timer);
-    // A request answered here before its body was complete (408, bad framing) ends for whoever still reads it.
+    // A request answered before its body was complete (408, bad framing) ends for whoever still reads it.
     if (req !== undefined && !req.complete && !req.destroyed) req.destroy();
   });
   socket.resume();

@@ -1,53 +1,44 @@
-import type { ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Logger } from '../../../application/ports/logger.js';
+import { edges } from './exchange.js';
+import type { ServerLimits } from './server-limits.js';
 
-/** What the bound needs of the server's limits. */
-export interface UnsentLimits {
-  readonly maxUnsentBytes: number;
-  readonly unsentStallMs: number;
-}
-
-/** A response whose bytes the kernel has not taken all of yet. */
+/** A response the kernel has not taken all of: its own bytes, its shared Buffer, when it was written or last moved. */
 interface Held {
-  /** Bytes this response holds that no other shares. */
   readonly own: number;
-  /** The shared Buffer it is, counted once over all responses (`shares`). */
   readonly shared: Buffer | undefined;
-  /** When it was written, or last seen taken further by the kernel ('drain'): performance.now(). */
   movedAt: number;
   moved: boolean;
 }
 
 export interface UnsentBound {
-  /** Counts a response in until it closes; `moved` tells of the client reading (its 'drain'). */
-  readonly hold: (res: ServerResponse, own: number, shared: Buffer | undefined) => { readonly moved: () => void };
+  /** Counts a response in until it closes; each 'drain' of it is the client reading. */
+  readonly hold: (res: ServerResponse, own: number, shared: Buffer | undefined) => void;
 }
 
 /**
- * The total bound on response bytes held for clients that do not read, which closes only connections that are not
- * reading, never one that makes progress.
- *
- * Each connection holds at most one response (server.ts serves one at a time). A response is counted from its `end`
- * (exchange.ts) until it closes, by what it holds: its body, or what the socket was left holding of a small one; a
- * Buffer marked shared (a cached docs asset) is counted once, however many connections hold it. A large body goes to
- * the socket a slice at a time, and each slice taken ('drain') is the client reading. Past `maxUnsentBytes`, the
- * responses not taken further for `unsentStallMs` are closed, longest stalled first, until the total is below it
- * again; then, if still over, those the kernel has taken nothing of for a tenth of that since they were written (a
- * client that never read: the bound cannot wait a whole window for them, or clients that never read would pile up a
- * window's worth of responses over it). A connection that keeps reading, however slowly, is never closed for it; while
- * the total stays over, the rest are looked at again once the next of them could have stalled (one timer per server).
+ * The total bound on response bytes held for clients that do not read. Each connection holds at most one response
+ * (server.ts), counted from its `end` until it closes (a `sharedBody` once, however many hold it). Past
+ * `maxUnsentBytes`, the responses not taken further for `unsentStallMs` are closed, longest stalled first, until the
+ * total is below it; then those of which the kernel took nothing for a tenth of that. A connection that keeps
+ * reading, however slowly, is never closed for it.
  */
 export const unsentBound = (
-  limits: UnsentLimits,
+  limits: Pick<ServerLimits, 'maxUnsentBytes' | 'unsentStallMs'>,
   logger: Logger,
   close: (res: ServerResponse) => void,
 ): UnsentBound => {
   const holding = new Map<ServerResponse, Held>();
   const unreadMs = limits.unsentStallMs / 10;
-  /** Responses holding each shared Buffer. */
   const shares = new Map<Buffer, number>();
   let unsent = 0;
   let recheck: NodeJS.Timeout | undefined;
+  const later = (ms: number): void => {
+    recheck ??= setTimeout(() => {
+      recheck = undefined;
+      shed();
+    }, ms).unref();
+  };
 
   const release = (res: ServerResponse): void => {
     const held = holding.get(res);
@@ -65,10 +56,9 @@ export const unsentBound = (
 
   const shed = (): void => {
     const now = performance.now();
-    const closable = (held: Held): boolean =>
-      now - held.movedAt >= limits.unsentStallMs || (!held.moved && now - held.movedAt >= unreadMs);
-    const candidates = [...holding].filter(([, held]) => closable(held));
-    // Stalled ones first (moved, then stopped), then those never read; the longest waiting first within each.
+    const due = (held: Held): number => held.movedAt + (held.moved ? limits.unsentStallMs : unreadMs);
+    // Stalled ones first, then those never read; the longest waiting first within each.
+    const candidates = [...holding].filter(([, held]) => due(held) <= now);
     candidates.sort(([, a], [, b]) => Number(!a.moved) - Number(!b.moved) || a.movedAt - b.movedAt);
     let closed = 0;
     for (const [res] of candidates) {
@@ -83,49 +73,82 @@ export const unsentBound = (
         'connections closed: too many response bytes unread by clients that stopped reading',
       );
     }
-    if (unsent > limits.maxUnsentBytes && recheck === undefined && holding.size > 0) {
-      let next = Infinity;
-      for (const held of holding.values()) {
-        next = Math.min(next, held.movedAt + (held.moved ? limits.unsentStallMs : unreadMs));
-      }
-      recheck = setTimeout(
-        () => {
-          recheck = undefined;
-          shed();
-        },
-        Math.max(1, Math.ceil(next - now)),
-      ).unref();
+    if (unsent > limits.maxUnsentBytes && holding.size > 0) {
+      later(Math.max(1, Math.ceil(Math.min(...[...holding.values()].map(due)) - now)));
     }
   };
 
-  const hold = (res: ServerResponse, own: number, shared: Buffer | undefined) => {
-    const held: Held = { own, shared, movedAt: performance.now(), moved: false };
-    holding.set(res, held);
-    unsent += own;
-    if (shared !== undefined) {
-      const holders = shares.get(shared) ?? 0;
-      shares.set(shared, holders + 1);
-      if (holders === 0) unsent += shared.length;
-    }
-    res.once('close', () => release(res));
-    if (unsent > limits.maxUnsentBytes && recheck === undefined) {
-      recheck = setTimeout(() => {
-        recheck = undefined;
-        shed();
-      }, unreadMs).unref();
-    }
-    let first = true;
-    return {
-      moved: () => {
-        // The first call is the first slice being written, not the client reading.
-        if (first) first = false;
-        else {
+  return {
+    hold: (res, own, shared) => {
+      const held: Held = { own, shared, movedAt: performance.now(), moved: false };
+      holding.set(res, held);
+      unsent += own;
+      if (shared !== undefined) {
+        const holders = shares.get(shared) ?? 0;
+        shares.set(shared, holders + 1);
+        if (holders === 0) unsent += shared.length;
+      }
+      res
+        .once('close', () => release(res))
+        .on('drain', () => {
           held.movedAt = performance.now();
           held.moved = true;
-        }
-      },
-    };
+        });
+      if (unsent > limits.maxUnsentBytes) later(unreadMs);
+    },
   };
-
-  return { hold };
 };
+
+const shared = new WeakSet<Buffer>();
+
+/** Marks a Buffer sent as is to every client that asks (a cached file): the unsent bound counts it once. */
+export const sharedBody = (bytes: Buffer): Buffer => {
+  shared.add(bytes);
+  return bytes;
+};
+
+/** A larger body goes to the socket a slice at a time, the next on 'drain' (the client reading). */
+const SLICE = 64 * 1024;
+
+type End = ServerResponse['end'];
+// eslint-disable-next-line @typescript-eslint/unbound-method -- always called through `end.call(this, ...)` below
+const end = ServerResponse.prototype.end as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
+
+/** node:http's `ServerResponse` option: its `end` counts what the socket is left holding against the unsent bound. */
+export class EdgeResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
+EdgeResponse.prototype.end = function (this: ServerResponse, chunk?: unknown, encoding?: unknown, cb?: unknown) {
+  const socket = this.socket;
+  const unsent = socket === null ? undefined : edges.get(socket)?.unsent;
+  let body: Buffer | undefined;
+  if (chunk instanceof Buffer) body = chunk;
+  else if (typeof chunk === 'string' && chunk.length > SLICE / 3 && encoding === undefined) body = Buffer.from(chunk);
+  if (socket === null || unsent === undefined || body === undefined || this.req.method === 'HEAD') {
+    return end.call(this, chunk, encoding, cb);
+  }
+  const common = shared.has(body) ? body : undefined;
+  if (body.length <= SLICE) {
+    end.call(this, body, cb);
+    if (!this.writableFinished && socket.writableLength > 0) {
+      unsent.hold(this, common === undefined ? socket.writableLength : 0, common);
+    }
+    return this;
+  }
+  const all = body;
+  let at = 0;
+  unsent.hold(this, common === undefined ? all.length : 0, common);
+  const pump = (): void => {
+    while (at < all.length) {
+      const next = all.subarray(at, at + SLICE);
+      at += next.length;
+      if (at >= all.length) {
+        this.off('drain', pump);
+        end.call(this, next, cb);
+        return;
+      }
+      if (!this.write(next)) return;
+    }
+  };
+  this.on('drain', pump);
+  pump();
+  return this;
+} as End;

@@ -1,10 +1,10 @@
 import * as E from 'fp-ts/lib/Either.js';
 import type { Application } from '../../../../application/application.js';
 import { createPlantScope } from '../../../../application/use-cases/create-plant.js';
-import { isIdentityEncoding, isJsonContentType, readBody } from '../../server/body.js';
+import { readBody } from '../../server/body.js';
 import { decodeNewPlant, plantJson } from '../codecs.js';
 import { quotaHeaders } from '../failures.js';
-import { parseJson } from '../../server/json.js';
+import { isIdentityEncoding, isJsonContentType, parseJson } from '../json.js';
 import type { Authorize } from '../pipeline.js';
 import type { Handler, Responder } from '../respond.js';
 
@@ -17,9 +17,12 @@ export const createPlantHandler =
   async (req, res) => {
     const caller = await authorize(req, res, createPlantScope);
     if (caller === undefined) return;
-    if (!isJsonContentType(req.headers['content-type']))
+    const { 'content-type': type, 'content-encoding': coding } = req.headers;
+    // The usual spelling is taken without a call.
+    if (type !== 'application/json' && !isJsonContentType(type)) {
       return fail(req, res, caller, { _tag: 'UnsupportedMediaType' });
-    if (!isIdentityEncoding(req.headers['content-encoding'])) {
+    }
+    if (coding !== undefined && !isIdentityEncoding(coding)) {
       return fail(req, res, caller, { _tag: 'UnsupportedContentEncoding' });
     }
     const bytes = await readBody(req, res, bodyLimit);

@@ -1,5 +1,5 @@
 import type { Application } from '../../../../application/application.js';
-import type { docsSite } from '../../server/docs.js';
+import type { docsSite } from '../docs.js';
 import type { MetricsExposition } from '../../server/metrics.js';
 import type { Handler, Responder } from '../respond.js';
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { sharedBody } from './exchange.js';
+import { sharedBody } from '../server/unsent.js';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 

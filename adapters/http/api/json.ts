@@ -14,6 +14,21 @@ import { LosslessNumber } from 'lossless-json';
  * `__proto__` members stay ordinary own properties (JSON.parse and its reviver define them, never assign them).
  */
 
+/** `application/json`, optionally with parameters; a charset other than UTF-8 is refused rather than misread. */
+export const isJsonContentType = (header: string | undefined): boolean => {
+  if (header === undefined) return false;
+  if (header === 'application/json') return true; // the usual spelling, without splitting it
+  const [type = '', ...params] = header.split(';');
+  if (type.trim().toLowerCase() !== 'application/json') return false;
+  return params.every((param) => {
+    const [name = '', value = ''] = param.split('=');
+    return name.trim().toLowerCase() !== 'charset' || /^"?utf-?8"?$/i.test(value.trim());
+  });
+};
+
+/** No content coding, or `identity`: a coded body would be read as its coded bytes. */
+export const isIdentityEncoding = (header: string): boolean => header.trim().toLowerCase() === 'identity';
+
 /** A body that is not the bounded, exact JSON read here; the API's failure map (api/failures.ts) answers it. */
 export type MalformedBody = { readonly _tag: 'MalformedBody'; readonly reason: string };
 
@@ -41,48 +56,6 @@ const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
-/**
- * One pass over the bytes, before anything is built: the depth of nesting and the number of members and elements,
- * stopping at the first bound crossed. It tells strings (skipped) from structure and does not validate: JSON.parse
- * does that next. In valid JSON every member has one ':' and, in each non-empty object or array, the members or
- * elements are its commas plus one.
- */
-export const measure = (
-  bytes: Uint8Array,
-  limits: JsonLimits,
-): E.Either<MalformedBody, { readonly members: number }> => {
-  let depth = 0;
-  let values = 0;
-  let members = 0;
-  let opened = false;
-  for (let i = 0; i < bytes.length; i++) {
-    const b = bytes[i] as number;
-    if (b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09) continue;
-    if (opened) {
-      opened = false;
-      if (b !== CLOSE_BRACE && b !== CLOSE_BRACKET) values++;
-    }
-    if (b === QUOTE) {
-      // Skip the string: an escaped character never ends it (each escape is skipped whole, so this stays linear).
-      for (i++; i < bytes.length; i++) {
-        const c = bytes[i] as number;
-        if (c === QUOTE) break;
-        if (c === BACKSLASH) i++;
-      }
-    } else if (b === OPEN_BRACE || b === OPEN_BRACKET) {
-      if (++depth > limits.maxDepth)
-        return malformed(`must not nest objects and arrays more than ${limits.maxDepth} deep`);
-      opened = true;
-    } else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) depth--;
-    else if (b === COMMA) values++;
-    else if (b === COLON) members++;
-    if (values > limits.maxValues) {
-      return malformed(`must have at most ${limits.maxValues} object members and array elements in total`);
-    }
-  }
-  return E.right({ members });
-};
-
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** A parser of JSON bodies within `limits`, every number a LosslessNumber of its exact source text. */
@@ -95,8 +68,40 @@ export const jsonParser =
     } catch {
       return malformed('must be UTF-8 encoded');
     }
-    const measured = measure(bytes, limits);
-    if (E.isLeft(measured)) return measured;
+    // One pass over the bytes, before anything is built (written here, not called: one call fewer per body): the
+    // depth of nesting and the number of members and elements, stopping at the first bound crossed. It tells strings
+    // (skipped) from structure and does not validate: JSON.parse does that next. In valid JSON every member has one
+    // ':' and, in each non-empty object or array, the members or elements are its commas plus one.
+    let depth = 0;
+    let values = 0;
+    let found = 0;
+    let opened = false;
+    for (let i = 0; i < bytes.length; i++) {
+      const b = bytes[i] as number;
+      if (b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09) continue;
+      if (opened) {
+        opened = false;
+        if (b !== CLOSE_BRACE && b !== CLOSE_BRACKET) values++;
+      }
+      if (b === QUOTE) {
+        // Skip the string: an escaped character never ends it (each escape is skipped whole, so this stays linear).
+        for (i++; i < bytes.length; i++) {
+          const c = bytes[i] as number;
+          if (c === QUOTE) break;
+          if (c === BACKSLASH) i++;
+        }
+      } else if (b === OPEN_BRACE || b === OPEN_BRACKET) {
+        if (++depth > limits.maxDepth) {
+          return malformed(`must not nest objects and arrays more than ${limits.maxDepth} deep`);
+        }
+        opened = true;
+      } else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) depth--;
+      else if (b === COMMA) values++;
+      else if (b === COLON) found++;
+      if (values > limits.maxValues) {
+        return malformed(`must have at most ${limits.maxValues} object members and array elements in total`);
+      }
+    }
     // Members the reviver is handed (the root's own call, with key '', is one more than those).
     let members = -1;
     let value: unknown;
@@ -110,7 +115,7 @@ export const jsonParser =
       if (e instanceof RangeError) return malformed('is nested too deeply');
       throw e;
     }
-    if (members !== measured.right.members) return malformed(REPEATED_MEMBER);
+    if (members !== found) return malformed(REPEATED_MEMBER);
     return E.right(value);
   };
 

@@ -1,4 +1,4 @@
-import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from './cors.js';
+import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from '../server/cors.js';
 
 /**
  * The operator-facing part of the OpenAPI document: /metrics and /docs, what browsers need to know about CORS (in

@@ -126,11 +126,11 @@ for (const backend of backends) {
         assert.equal(held.commands, ['insert'], `create at ${n}`);
         // FerretDB does not say which unique index refused an insert: the id is looked up (MongoDB names the index), and
         // the slot it tried stays free. At the bound no slot is believed free: a glance at the highest slot (a delete
-        // elsewhere leaves room above it), the count, then the id.
-        assert.equal(retry.commands, n + 1 < MAX ? ['insert', 'find'] : ['find', 'aggregate', 'find'], `retry at ${n}`);
-        assert.equal(conflict.commands, n + 1 < MAX ? ['insert', 'find'] : ['aggregate', 'find'], `409 at ${n}`);
-        // Refused: the count, the id, and the count again (a delete of this very plant in between is not a full owner).
-        if (full !== undefined) assert.equal(full.commands, ['aggregate', 'find', 'aggregate'], 'refused');
+        // elsewhere leaves room above it), then the id.
+        assert.equal(retry.commands, n + 1 < MAX ? ['insert', 'find'] : ['find', 'find'], `retry at ${n}`);
+        assert.equal(conflict.commands, n + 1 < MAX ? ['insert', 'find'] : ['find'], `409 at ${n}`);
+        // Refused: the id, the count, and the id again (a plant of this id found at either read is not a full owner).
+        if (full !== undefined) assert.equal(full.commands, ['find', 'aggregate', 'find'], 'refused');
         // The delete, then the highest slot (here the deleted plant's own: nothing to move into its slot).
         assert.equal(remove.commands, ['find', 'delete', 'find'], `delete at ${n}`);
         assert.equal(page.commands, ['find'], `page at ${n}`);
@@ -187,7 +187,7 @@ for (const backend of backends) {
       const sent = await sentBy(store, async () =>
         assert.equal(await right(store.repository.insert(owner, aPlant(5000n), MAX)), { _tag: 'Inserted', count: MAX }),
       );
-      assert.equal(sent.commands, ['find', 'aggregate', 'find', 'find', 'insert']);
+      assert.equal(sent.commands, ['find', 'find', 'aggregate', 'find', 'insert']);
       process.stdout.write(`\n  [${backend.name}] not held, 999 of 1,000 with a hole: ${sent.bytes} B read\n`);
     } finally {
       await store.close();

@@ -170,13 +170,14 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return state;
   };
 
-  /** RULE 1's look at the owner's highest slot: every slot up to it taken as taken (packed); a load if outside. */
+  /** RULE 1's look at the owner's highest slot: every slot up to it taken as taken (packed); outside, nothing else. */
   const glance = async (owner: string, max: number, check: Check): Promise<Held> => {
     check();
     const sentAt = now();
     const top = (await store.top(owner))?.slot ?? -1;
-    if (top >= max) return load(owner, max, check);
     const state = new Held(max, false);
+    // An outside plant: kept as such, so that the next look is the load alone (a request may not outlast two reads).
+    if (top >= max) return ((state.outside = 1), state);
     state.taken.fill(0xff, 0, (top + 1) >> 3);
     state.used = (top + 1) & ~7;
     for (let slot = (top + 1) & ~7; slot <= top; slot++) state.mark(slot, true);
@@ -215,18 +216,19 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return state;
   };
 
-  // RULE 3: the count, then the id (a plant stored meanwhile, say by this create's late attempt, answers 200), then
-  // the count again (a delete of that very plant between the two reads is not a full owner).
+  // RULE 3: the id, the count, the id again. A plant found answers 200 or 409 (stored meanwhile, say by this create's
+  // late attempt, or deleted since: either is a serial order); a refusal saw the owner full between two reads
+  // without it, so that a delete of that very plant, or its creation elsewhere, is never taken for a full owner.
   const refusal = async (owner: string, plant: Plant, state: Held, check: Check) => {
-    check();
-    const count = await store.count(owner);
-    check();
-    const stored = (await store.find(owner, plant.id))?.plant;
-    if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported } as const;
-    if (count < state.max) return undefined;
-    check();
-    const again = await store.count(owner);
-    return again >= state.max ? ({ _tag: 'OwnerFull', count: again } as const) : undefined;
+    const find = async () => (check(), (await store.find(owner, plant.id))?.plant);
+    let stored = await find();
+    if (stored === undefined) {
+      check();
+      const count = await store.count(owner);
+      if (count < state.max) return undefined;
+      if ((stored = await find()) === undefined) return { _tag: 'OwnerFull', count } as const;
+    }
+    return { _tag: 'Exists', stored, ...state.reported } as const;
   };
 
   /** RULE 2: moves the owner's outside plants into slots believed free, each move arbitrated by the slot index. */
@@ -306,17 +308,18 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       ) {
         round++; // believed full, but a glance found room above the highest slot (a delete elsewhere packed it)
       } else {
-        if (state.outside > 0 && state.used + state.outside < max) await moveIn(owner, state, check);
-        else {
+        // A glance that saw an outside plant knows nothing else: the load alone. What is held stays until it ends.
+        if (state.counted && state.outside > 0 && state.used + state.outside < max) await moveIn(owner, state, check);
+        else if (state.counted || state.outside === 0) {
           const refused = await refusal(owner, plant, state, check);
           if (refused !== undefined) return refused;
         }
-        held.delete(owner);
         state = await look(owner, max, check, true);
         round++;
       }
       check();
-      state = now() - state.cleanAt >= lookTtlMs ? await current(owner, max, check) : (held.get(owner) ?? state);
+      const expired = state.outside === 0 && now() - state.cleanAt >= lookTtlMs;
+      state = expired ? await current(owner, max, check) : (held.get(owner) ?? state);
     }
     return undefined;
   };

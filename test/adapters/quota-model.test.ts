@@ -4,11 +4,11 @@ import * as assert from 'uvu/assert';
 import { runScenario, scenarioArbitrary, type ModelOptions } from './quota-model.js';
 
 /**
- * The bound's model test (quota-model.ts): 10,000 schedules by default (QUOTA_MODEL_RUNS), each a scenario of
+ * The bound's model test (quota-model.ts): 20,000 schedules by default (QUOTA_MODEL_RUNS), each a scenario of
  * creates, deletes, restarts with other bounds and the passing of time over three processes, with lost replies,
  * timeouts and crashes, in an order the scheduler chooses. A failure prints the command that replays it.
  */
-const RUNS = Number(process.env['QUOTA_MODEL_RUNS'] ?? '') || 10_000;
+const RUNS = Number(process.env['QUOTA_MODEL_RUNS'] ?? '') || 20_000;
 const SEED = process.env['QUOTA_MODEL_SEED'];
 const PATH = process.env['QUOTA_MODEL_PATH'];
 

@@ -584,7 +584,15 @@ const concurrent = async (uri: string): Promise<Record<string, Record<number, nu
         )
       ).flat();
       figures[owner] = tally(statuses);
-      assert.equal(figures[owner], { 200: clients * 6 }, `${owner}: ${JSON.stringify(figures[owner])}`);
+      // On a failure, what the processes logged of their 503s and warnings tells which part gave up.
+      const logged = () =>
+        svcs.flatMap((s) =>
+          s.run
+            .stdout()
+            .split('\n')
+            .filter((l) => /"status":503|"level":(40|50)/.test(l)),
+        );
+      assert.equal(figures[owner], { 200: clients * 6 }, `${owner}: ${JSON.stringify(figures[owner])}\n${logged()}`);
       assert.is((await f.stored(owner)).length, clients * 6, `${owner}: every create stored`);
     }
     return figures;
@@ -602,14 +610,19 @@ const launch = (server: RunningServer) => {
     p.catch(() => undefined); // awaited by its test; a rejection before then is not unhandled
     return p;
   };
-  return {
+  const others = {
     sequences: handled(sequences(server.uri)),
     transitions: handled(transitions(server.uri)),
     indexDropped: handled(indexDropped(server.uri)),
     repaired: handled(repaired(server.uri)),
     killed: handled(killed(server.uri)),
     rolling: handled(rolling(server.uri)),
-    concurrent: handled(concurrent(server.uri)),
+  };
+  return {
+    ...others,
+    // After the others: FerretDB/SQLite writes one at a time, so 32 creates at once beside about fifty processes
+    // starting measured the machine's load (creates past 9 s of a 10 s deadline), not the adapter's convergence.
+    concurrent: handled(Promise.allSettled(Object.values(others)).then(() => concurrent(server.uri))),
     budget: handled(budget(server, { owners: 400, held: 50, bound: 1000, rounds: 3 })),
     budgetAtTen: handled(budget(server, { owners: 200, held: 25, bound: 10, rounds: 6 })),
   };

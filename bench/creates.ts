@@ -11,9 +11,18 @@
  * loads the adapter from another build's dist/ (say, the tree before a change) to compare. Each round opens a new
  * adapter instance, as a process just started, and makes each owner's first create before the clock runs (one load
  * of its slots; its time is printed apart). Prints medians.
+ *
+ * `--one-owner`: one owner (quota 2,000 unless `--quota`), 1, 16 and then 32 creates at once through one adapter
+ * instance until the owner is 75% full, beside the bare driver's insertOne with as many at once; counts the creates
+ * answered 503 (the bench of an integrator importing plants in parallel).
+ *
+ * `--storm N`: N plants stored in owners of 5,000, then a new adapter instance (a process just restarted) and
+ * `--creators K` (default 6) of those owners each creating one plant at once, retrying every 250 ms on 503: the time
+ * until all are stored, and the 503s. `--replace`: an owner at its bound of 10,000 deleting a plant and creating one
+ * through three adapter instances in turn (each request to a random one): commands and bytes read per create.
  */
 import { randomInt } from 'node:crypto';
-import { ObjectId } from 'mongodb';
+import { BSON, ObjectId } from 'mongodb';
 import { pino } from 'pino';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
 import type { Owner, Plant, PlantId, PlantName } from '../domain/plant.js';
@@ -22,7 +31,8 @@ import { adapterOptions, arg, benchStore, loadAdapter, seedOwner } from './stora
 const seconds = Number(arg('--seconds') ?? 5);
 const rounds = Number(arg('--rounds') ?? 3);
 const CLIENTS = Number(arg('--clients') ?? 16);
-const QUOTA = Number(arg('--quota') ?? 10_000);
+const ONE_OWNER = process.argv.includes('--one-owner');
+const QUOTA = Number(arg('--quota') ?? (ONE_OWNER ? 2000 : 10_000));
 const OWNERS = arg('--owners');
 for (const [name, value] of [
   ['--seconds', seconds],
@@ -110,6 +120,149 @@ const median = (xs: number[]) => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
+
+/** One owner filled to 75% by `clients` creates at once: creates stored per second, and how many answered 503. */
+const oneOwner = async (clients: number, round: number) => {
+  const owner = `bench-one-${clients}-${round}` as Owner;
+  const store = adapter.mongodbPlantRepository(adapterOptions(server.uri, db, pino({ level: 'silent' })));
+  const driverOwner = `bench-one-driver-${clients}-${round}`;
+  const target = Math.floor((QUOTA * 3) / 4);
+  const loop = async (create: (id: bigint) => Promise<'ok' | '503' | 'other'>) => {
+    let next = 0;
+    const tally = { ok: 0, unavailable: 0, other: 0 };
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        for (let n = next++; n < target; n = next++) {
+          const r = await create(BigInt(1_000_000 + n));
+          if (r === 'ok') tally.ok++;
+          else if (r === '503') tally.unavailable++;
+          else tally.other++;
+        }
+      }),
+    );
+    return { rate: tally.ok / ((performance.now() - started) / 1000), ...tally };
+  };
+  try {
+    const d = await loop((id) => bare([driverOwner])(0, id).then((ok) => (ok ? ('ok' as const) : ('503' as const))));
+    const a = await loop(async (id) => {
+      const outcome = await store.repository.insert(
+        owner,
+        { id: id as PlantId, name: `plant ${id}` as PlantName },
+        QUOTA,
+      )();
+      return outcome._tag === 'Left' ? '503' : outcome.right._tag === 'Inserted' ? 'ok' : 'other';
+    });
+    console.log(
+      `  ${clients} at once, round ${round}: bare insertOne ${d.rate.toFixed(0)}/s, adapter ${a.rate.toFixed(0)}/s (${a.ok} stored, ${a.unavailable} answered 503, ${a.other} other), adapter/driver ${(a.rate / d.rate).toFixed(2)}`,
+    );
+  } finally {
+    await store.close();
+  }
+};
+
+const STORM = arg('--storm');
+const REPLACE = process.argv.includes('--replace');
+/** Commands and reply bytes an adapter instance's client sends and reads. */
+const metered = (c: { on: (e: string, f: (ev: { reply?: unknown; commandName?: string }) => void) => void }) => {
+  const m = { commands: 0, bytes: 0 };
+  c.on('commandStarted', (e) => void (e.commandName === 'listIndexes' || m.commands++));
+  c.on('commandSucceeded', (e) => void (m.bytes += BSON.calculateObjectSize(e.reply as BSON.Document)));
+  return m;
+};
+if (STORM !== undefined || REPLACE) {
+  try {
+    const owners = REPLACE ? 1 : Math.ceil(Number(STORM) / 5000);
+    const per = REPLACE ? 10_000 : 5000;
+    for (let o = 0; o < owners; o++) await seed(`storm-${o}`, per);
+    console.log(`${owners * per} plants in ${owners} owners of ${per}, FerretDB ${handler}; adapter from ${dist}`);
+    const open = () =>
+      adapter.mongodbPlantRepository({
+        ...adapterOptions(server.uri, db, pino({ level: 'silent' })),
+        ...(REPLACE ? { timeoutMs: 10_000 } : {}), // bytes and commands, not FerretDB's scans, are measured there
+        monitorCommands: true,
+      });
+    if (REPLACE) {
+      const stores = [open(), open(), open()];
+      const meters = stores.map((st) => metered(st.client as never));
+      const pick = () => stores[randomInt(3)] as (typeof stores)[number];
+      const owner = 'storm-0' as Owner;
+      for (const st of stores) await st.repository.ping(); // connected, indexes checked
+      let createsMeasured = 0;
+      let createsBytes = 0;
+      let createsCommands = 0;
+      const sum = () =>
+        meters.reduce((a, m) => ({ commands: a.commands + m.commands, bytes: a.bytes + m.bytes }), {
+          commands: 0,
+          bytes: 0,
+        });
+      let victim = 0;
+      for (let i = 0; i < 200; i++) {
+        await pick().repository.remove(owner, BigInt(victim++) as PlantId)();
+        const st = pick();
+        const before = sum();
+        const t = await st.repository.insert(
+          owner,
+          { id: BigInt(100_000 + i) as PlantId, name: 'new' as PlantName },
+          10_000,
+        )();
+        const after = sum();
+        if (i >= 20) {
+          createsMeasured++;
+          createsBytes += after.bytes - before.bytes;
+          createsCommands += after.commands - before.commands;
+        }
+        if (t._tag === 'Left' || t.right._tag !== 'Inserted') console.log(`  create ${i}: ${JSON.stringify(t)}`);
+      }
+      console.log(
+        `  replacement at 10,000 through three processes: ${(createsCommands / createsMeasured).toFixed(2)} commands and ${Math.round(createsBytes / createsMeasured)} bytes read a create (${createsMeasured} creates after 20 to warm up)`,
+      );
+      for (const st of stores) await st.close();
+    } else {
+      const creators = Number(arg('--creators') ?? 6);
+      const st = open();
+      const t0 = performance.now();
+      let unavailable = 0;
+      const times = await Promise.all(
+        Array.from({ length: creators }, async (_, o) => {
+          for (;;) {
+            const r = await st.repository.insert(
+              `storm-${o}` as Owner,
+              { id: 999_999n as PlantId, name: 'n' as PlantName },
+              10_000,
+            )();
+            if (r._tag === 'Right') return performance.now() - t0;
+            unavailable++;
+            if (performance.now() - t0 > 120_000) return Number.POSITIVE_INFINITY;
+            await new Promise((f) => setTimeout(f, 250));
+          }
+        }),
+      );
+      console.log(
+        `  ${creators} owners creating at once after a restart: all stored after ${(Math.max(...times) / 1000).toFixed(1)} s, ${unavailable} answered 503`,
+      );
+      await st.close();
+    }
+  } finally {
+    await client.db(db).dropDatabase();
+    await client.close();
+    await server.dispose();
+  }
+  process.exit(0);
+}
+
+if (ONE_OWNER) {
+  try {
+    console.log(`one owner, quota ${QUOTA}, filled to 75%, FerretDB ${handler}; adapter from ${dist}`);
+    await drive(bare(['bench-warm']), 1).catch(() => undefined); // the pool's connections
+    for (const clients of [1, 16, 32]) for (let round = 1; round <= rounds; round++) await oneOwner(clients, round);
+  } finally {
+    await client.db(db).dropDatabase();
+    await client.close();
+    await server.dispose();
+  }
+  process.exit(0);
+}
 
 try {
   console.log(

@@ -21,7 +21,7 @@ export const COLLECTION = 'plants';
 
 /** The options every bench gives an adapter instance: a 2 s storage timeout, majority and journaled writes. */
 export const adapterOptions = (uri: string, db: string, logger: Logger) =>
-  ({ uri, db, timeoutMs: 2000, writeConcern: 'majority', journal: true, logger }) as const;
+  ({ uri, db, timeoutMs: 2000 as number, writeConcern: 'majority', journal: true, logger }) as const;
 
 interface AdapterModule {
   readonly mongodbPlantRepository: (options: ReturnType<typeof adapterOptions> & Record<string, unknown>) => {

@@ -10,6 +10,7 @@ import {
   type MongodbPlantRepository,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { INDEX_SPECS, REPAIR_COMMAND, missingIndexes, notInPlace } from '../../adapters/storage/mongodb/indexes.js';
+import { OUTSIDE_FROM } from '../../adapters/storage/mongodb/quota.js';
 import { repairStorage } from '../../adapters/storage/mongodb/repair.js';
 import type { PlantId } from '../../domain/plant.js';
 import { ferretDbBinary, sharedFerretDb } from '../../harness/servers.js';
@@ -106,10 +107,11 @@ test('plants sharing a slot, written while the slot index was missing: the rebui
     for (const id of [1n, 2n]) await right(u.store.repository.insert(owner, aPlant(id), 3));
     const plants = u.admin.db(u.db).collection(COLLECTION);
     await plants.dropIndex(SLOT_INDEX_NAME);
-    // What two processes that had not noticed yet could write: two plants in one slot (one no other plant holds).
+    // What two processes that had not noticed yet could write: two plants in one slot (one no other plant holds;
+    // outside, so that the delete below moves neither into the slot it frees).
     await plants.insertMany([
-      { _id: new ObjectId(), owner, id: 3n, name: 'plant 3', slot: 7 },
-      { _id: new ObjectId(), owner, id: 4n, name: 'plant 4', slot: 7 },
+      { _id: new ObjectId(), owner, id: 3n, name: 'plant 3', slot: OUTSIDE_FROM + 7 },
+      { _id: new ObjectId(), owner, id: 4n, name: 'plant 4', slot: OUTSIDE_FROM + 7 },
     ]);
     await eventually('the refused rebuild logged', async () =>
       u.lines.some((l) => l.level === 'error' && l.message.includes(REPAIR_COMMAND)),

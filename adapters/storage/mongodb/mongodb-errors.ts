@@ -33,6 +33,18 @@ const UNAVAILABLE_LABELS: readonly string[] = [
   mongo.MongoErrorLabel.SystemOverloadedError,
 ];
 
+/** A network error (timeouts, a pool cleared after one included), no server to select, a closed client (shutdown). */
+const UNAVAILABLE_CLASSES = [
+  mongo.MongoNetworkError,
+  mongo.MongoServerSelectionError,
+  mongo.MongoOperationTimeoutError,
+  mongo.MongoStalePrimaryError,
+  mongo.MongoClientClosedError,
+  mongo.MongoTopologyClosedError,
+  mongo.MongoServerClosedError,
+  mongo.MongoNotConnectedError,
+];
+
 /** Errors the driver raises and names but does not export: a pool closed under an operation, a wait-queue timeout. */
 const UNEXPORTED_UNAVAILABLE = new Set(['MongoPoolClosedError', 'MongoWaitQueueTimeoutError']);
 
@@ -54,19 +66,7 @@ const FERRETDB_BACKEND_GONE =
 export const isUnavailable = (e: unknown): boolean => {
   if (e instanceof Error && CONNECTION_GONE.has(String((e as NodeJS.ErrnoException).code))) return true;
   if (!(e instanceof mongo.MongoError)) return false;
-  if (
-    e instanceof mongo.MongoNetworkError || // includes timeouts and a pool cleared after a network error
-    e instanceof mongo.MongoServerSelectionError ||
-    e instanceof mongo.MongoOperationTimeoutError ||
-    e instanceof mongo.MongoStalePrimaryError ||
-    // The client was closed (shutdown) under the operation, or before it:
-    e instanceof mongo.MongoClientClosedError ||
-    e instanceof mongo.MongoTopologyClosedError ||
-    e instanceof mongo.MongoServerClosedError ||
-    e instanceof mongo.MongoNotConnectedError
-  ) {
-    return true;
-  }
+  if (UNAVAILABLE_CLASSES.some((c) => e instanceof c)) return true;
   if (e instanceof mongo.MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
   if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
   if (e instanceof mongo.MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));

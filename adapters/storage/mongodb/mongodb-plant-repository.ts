@@ -35,11 +35,10 @@ export interface MongoOptions {
 /** One per plant, unique on (owner, id) and on (owner, slot) (quota.ts); `id` a BSON int64, `_id` new per create. */
 type PlantDocument = Plant & { _id: ObjectId; owner: string; slot: number };
 
-/** A plant read back: the document without the fields the adapter keeps beside it (decodeStored ignores those). */
-const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const;
-/** A slot alone: MongoDB reads it from the (owner, slot) index, without the documents. */
-const SLOT_ONLY = { _id: 0, slot: 1 } as const;
+const PLANT_FIELDS = { _id: 0, owner: 0, slot: 0 } as const; // a plant read back, without the adapter's fields
+const SLOT_ONLY = { _id: 0, slot: 1 } as const; // a slot alone: MongoDB reads it from the (owner, slot) index
 const readConcern = { level: 'majority' } as const;
+const slotted = (owner: string, d: { _id: ObjectId; slot: number }) => ({ ref: { owner, _id: d._id }, slot: +d.slot });
 
 export const COLLECTION = 'plants';
 /**
@@ -59,9 +58,9 @@ const unavailable = (e: unknown): boolean =>
 const request = new AsyncLocalStorage<{ readonly signal: AbortSignal; readonly deadline: number }>();
 
 /**
- * Runs a call under a hard deadline (its signal aborted then: no command of it leaves after it, see `bounded`), outages
- * answered as StorageUnavailable (503, outcome unknown). A command sent may land after it, harmlessly (a late delete
- * removes the document it found, a late insert stores the plant as an identical retry would).
+ * Runs a call under a hard deadline (its signal aborted then: no command leaves after it, see `bounded`), outages as
+ * StorageUnavailable (503, outcome unknown). A command sent may land after it, harmlessly (a late delete removes the
+ * document it found, a late insert stores the plant as an identical retry would).
  */
 const guarded =
   <A>(timeoutMs: number, run: (check: () => void) => Promise<A>): TE.TaskEither<StorageUnavailable, A> =>
@@ -149,28 +148,24 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     // Majority-committed: a plant this read answers "already stored" (200) with is one no failover takes back.
     find: async (owner, id) => {
       const doc = await collection.findOne({ owner, id }, { ...bounded(), projection: { owner: 0 }, readConcern });
-      return doc === null
-        ? undefined
-        : { plant: decodeStored(doc), ref: { owner, _id: doc._id }, slot: Number(doc.slot) };
+      return doc === null ? undefined : { plant: decodeStored(doc), ...slotted(owner, doc) };
     },
     top: async (owner) => {
-      const top = await collection.findOne({ owner }, { ...bounded(), sort: { slot: -1 }, projection: SLOT_ONLY });
-      return top === null ? undefined : Number(top.slot);
+      const top = await collection.findOne({ owner }, { ...bounded(), sort: { slot: -1 }, projection: { slot: 1 } });
+      return top === null ? undefined : slotted(owner, top);
     },
-    slots: async (owner) => {
-      // Sorted by slot, so that MongoDB walks the (owner, slot) index and reads the slots from it alone.
+    slots: async (owner, after, limit) => {
+      // Sorted by slot, so that MongoDB walks the (owner, slot) index and reads the slots from it alone; one reply.
       const docs = await collection
-        .find({ owner }, { ...bounded(), projection: SLOT_ONLY, sort: { slot: 1 } })
-        .batchSize(100_000)
+        .find({ owner, slot: { $gt: after } }, { ...bounded(), projection: SLOT_ONLY, sort: { slot: 1 }, limit })
+        .batchSize(limit)
         .toArray();
       return docs.map((d) => Number(d.slot));
     },
-    outside: async (owner, from) =>
-      (
-        await collection
-          .find({ owner, slot: { $gte: from } }, { ...bounded(), projection: { _id: 1, slot: 1 } })
-          .toArray()
-      ).map((d) => ({ ref: { owner, _id: d._id }, slot: Number(d.slot) })),
+    outside: async (owner, from) => {
+      const docs = await collection.find({ owner, slot: { $gte: from } }, { ...bounded(), projection: { slot: 1 } });
+      return (await docs.toArray()).map((d) => slotted(owner, d));
+    },
     count: (owner) => collection.countDocuments({ owner }, bounded()),
     delete: async (ref) => (await collection.deleteOne(ref, bounded())).deletedCount === 1,
     move: async (ref, from, to) => {
@@ -179,8 +174,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         await collection.updateOne({ ...ref, slot: from }, { $set: { slot: to } }, bounded());
         return true;
       } catch (e) {
-        // The slot is taken; or, on FerretDB/PostgreSQL, two moves of one plant met in a deadlock and this one changed
-        // nothing: either way another slot is tried, and the load that follows the moves tells what holds.
+        // The slot is taken, or (FerretDB/PostgreSQL) two moves of one plant deadlocked and this one changed nothing.
         if (isDuplicateKey(e) || isWriteConflict(e)) return false;
         throw e;
       }
@@ -201,10 +195,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   });
 
   let connected: Promise<unknown> | undefined;
-  /**
-   * Connects once, a failed attempt forgotten: after a failed implicit first connect the driver's topology stays
-   * closed (MongoTopologyClosedError) even once the server is back. Once connected, the driver reconnects by itself.
-   */
+  // Once, a failed attempt forgotten (after one the driver's topology stays closed); connected, it reconnects itself.
   const connect = (): Promise<unknown> =>
     (connected ??= client.connect().catch((e: unknown) => {
       connected = undefined;

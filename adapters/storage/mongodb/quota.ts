@@ -17,28 +17,21 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  *   RULE 3. A refusal (OwnerFull) is decided on the owner's count read from the store during the request.
  *   RULE 4. A delete removes the document it found by `_id`, never by a filter a later create could match.
  *
- * Under one bound, nothing creates outside plants (creates and moves only ever write inside slots), so a look that
- * found none stays true, and RULE 1 keeps the owner at most `max`. While processes with another bound serve, they may
- * write outside plants after a look; RULE 1's expiry bounds how long that look is trusted: from `lookTtlMs` plus a
- * request's deadline after the last such process stopped, every look trusted was sent after its last write (the
- * contract's 60 s; mongodb-plant-repository.ts chooses the expiry so).
- *
- * What this process remembers of an owner (`Held`) is a hint the index corrects: a slot believed free but taken costs
- * a retry; one believed taken but free at worst makes the owner look full, and RULE 3 then reads the truth.
+ * RULE 1's expiry bounds how long a clean look is trusted while processes with another bound write outside (the
+ * contract's 60 s). What a process holds of an owner (`Held`) is a hint the index corrects (docs/storage.md).
  */
 
 /**
- * The commands the bound needs, each one round trip served on MongoDB by `_id` or a unique index with `owner` first:
- * insertOne (`slot-taken` when the store says the slot index refused it, `taken` when it does not say which); findOne by owner
- * and id (`find`: the plant, what names its document, and its slot); the owner's highest slot (`top`), every
- * slot (`slots`), its plants at or above a slot (`outside`), its count; updateOne by `_id` and slot (`move`: false when
- * the target slot is taken); deleteOne by `_id` (false: gone already). `check` is called before each (see `Check`).
+ * The commands the bound needs, each one round trip on `_id` or a unique index with `owner` first: insertOne
+ * (`slot-taken`: the slot index refused it; `taken`: the store does not say which); findOne by owner and id (`find`);
+ * the owner's highest slot (`top`); its slots above `after`, in order, at most `limit`; its plants at or above a slot
+ * (`outside`); its count; updateOne by `_id` and slot (`move`: false when the target slot is taken); deleteOne by `_id`.
  */
 export interface QuotaStore<Ref> {
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<'inserted' | 'slot-taken' | 'taken'>;
   readonly find: (owner: string, id: PlantId) => Promise<(Slotted<Ref> & { readonly plant: Plant }) | undefined>;
-  readonly top: (owner: string) => Promise<number | undefined>;
-  readonly slots: (owner: string) => Promise<number[]>;
+  readonly top: (owner: string) => Promise<Slotted<Ref> | undefined>;
+  readonly slots: (owner: string, after: number, limit: number) => Promise<number[]>;
   readonly outside: (owner: string, from: number) => Promise<Array<Slotted<Ref>>>;
   readonly count: (owner: string) => Promise<number>;
   readonly move: (ref: Ref, from: number, to: number) => Promise<boolean>;
@@ -49,14 +42,12 @@ export interface QuotaStore<Ref> {
 export type Slotted<Ref> = { readonly ref: Ref; readonly slot: number };
 
 export interface QuotaOptions {
-  /** This process's own clock, in milliseconds (monotonic). */
-  readonly now: () => number;
+  readonly now: () => number; // this process's own clock, in milliseconds (monotonic)
   /** RULE 1: how long a clean look is trusted. */
   readonly lookTtlMs: number;
   /** Owners held at most (an LRU; 0: none): each weighs about `max / 8` bytes and its entry. */
   readonly maxHeld: (max: number) => number;
-  /** A random integer in [0, n). */
-  readonly random: (n: number) => number;
+  readonly random: (n: number) => number; // a random integer in [0, n)
 }
 
 /** Throws when the request's deadline has passed, and is called before every command: none is sent after it. */
@@ -68,20 +59,32 @@ export class QuotaForgotten extends Error {}
 /** The first outside slot of a plant created without a bound: far above any bound (at most 10^7, see config). */
 export const OUTSIDE_FROM = 2 ** 48;
 
-/** Rounds of "look, choose a slot, insert" before a create gives up as contended (the caller answers 503). */
+/** Looks before a create gives up as contended (503); between two, it tries at most `max` slots. */
 const MAX_ROUNDS = 16;
+const PAGE = 20_000; // slots a load reads per command
+type Outcome = Promise<InsertOutcome | undefined>;
+
+/** Whether a request's check passes (the request is within its deadline). */
+const alive = (check: Check): boolean => {
+  try {
+    return (check(), true);
+  } catch {
+    return false;
+  }
+};
 
 /** What this process knows of one owner under one bound. */
 class Held {
-  /** The inside slots known taken, a bit each; `used` of them. */
-  readonly taken: Uint8Array;
+  readonly taken: Uint8Array; // the inside slots known taken, a bit each; `used` of them
   used = 0;
   /** Outside plants seen by the last load, less those deleted here since. */
   outside = 0;
   /** When the last look that found no outside plant was sent (RULE 1); -Infinity: none since the last load. */
   cleanAt = Number.NEGATIVE_INFINITY;
+  fresh = true; // no create took a slot here since the look that made it: what it says full, the store said full
+  spread = 0; // how often creates here met another process's lately (see `bounded`)
 
-  /** `counted`: `used` is the owner's count (a load), not only its slots up to the highest, all taken as taken. */
+  /** `counted`: `used` is the owner's count (a load), not its slots up to the highest all taken as taken. */
   constructor(
     readonly max: number,
     readonly counted: boolean,
@@ -103,148 +106,129 @@ class Held {
     }
   }
 
-  /**
-   * The lowest slot believed free (so that an owner stays packed from slot 0, and a glance at its highest slot finds
-   * room above), skipping a byte whose slots are all taken; undefined when every inside slot is believed taken.
-   */
-  nextFree(from = 0): number | undefined {
+  /** The lowest slot from `from` believed free and not reserved, skipping full bytes; undefined: none. */
+  nextFree(from = 0, reserved?: ReadonlyMap<number, unknown>): number | undefined {
     if (this.used >= this.max) return undefined;
     for (let i = 0; i < this.max; i++) {
       const slot = (from + i) % this.max;
       if (this.taken[slot >> 3] === 0xff) i += 7 - (slot & 7);
-      else if (!this.has(slot)) return slot;
+      else if (!this.has(slot) && !reserved?.has(slot)) return slot;
     }
     return undefined;
   }
 
-  get count(): number {
-    return this.used + this.outside;
-  }
-
-  /** The count for the port's answer, when this process has counted the owner. */
-  get reported(): { readonly count?: number } {
-    return this.counted ? { count: this.count } : {};
+  /** The count for the port's answer, as this process knows it (a glance: packed up to the highest slot). */
+  get reported(): { readonly count: number } {
+    return { count: this.used + this.outside };
   }
 }
 
 /**
- * `insert` stores the plant under `max` (Infinity: no bound) or answers why not; undefined when concurrent creates kept
- * taking the slots it chose (nothing stored: 503, and a retry is safe). `remove` deletes the document its look-up found
- * (RULE 4). `forget` forgets every owner and cuts the requests under way before their next command: a unique index is
- * missing, so plants may be written that it did not check, and the repair may move plants outside (repair.ts).
+ * `insert` stores the plant under `max` (Infinity: no bound) or answers why not; undefined: contended (503, nothing
+ * stored). `remove` deletes the document its look-up found (RULE 4). `forget` forgets every owner and cuts the requests
+ * under way: a unique index is missing, so plants may be written that it did not check, or moved outside (repair.ts).
  */
 export interface Quota {
-  readonly insert: (owner: string, plant: Plant, max: number, check: Check) => Promise<InsertOutcome | undefined>;
+  readonly insert: (owner: string, plant: Plant, max: number, check: Check) => Outcome;
   readonly remove: (owner: string, id: PlantId, check: Check) => Promise<boolean>;
   readonly forget: () => void;
 }
 
 export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota => {
   const { now, lookTtlMs, random } = options;
-  /** The owners held, least recently used first (a Map keeps insertion order). */
-  const held = new Map<string, Held>();
-  /** The look under way for an owner, if any (see `current`). */
-  const looking = new Map<string, Promise<Held>>();
-  /** How many times everything was forgotten: a request that began before the last time may not keep what it read. */
-  let generation = 0;
+  const held = new Map<string, Held>(); // the owners held, least recently used first (a Map keeps insertion order)
+  /** The look under way for an owner, if any, shared by its requests (see `Check`), and their checks. */
+  const looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
+  /** Per owner, the slots reserved by its creates in flight here, each settled once released. */
+  const reserved = new Map<string, Map<number, Promise<unknown>>>();
+  let generation = 0; // times everything was forgotten: a request that began before may not keep what it read
   /** `check`, and whether what this process knows was forgotten since the request began. */
-  const guarded = (check: Check): Check => {
-    const began = generation;
-    return () => {
+  const guarded =
+    (check: Check, began = generation): Check =>
+    () => {
       check();
       if (generation !== began) throw new QuotaForgotten('the unique indexes changed under the request');
     };
-  };
 
   const keep = (owner: string, state: Held): void => {
     held.delete(owner);
     held.set(owner, state);
     const room = options.maxHeld(state.max);
-    for (const oldest of held.keys()) {
-      if (held.size <= room) break;
-      held.delete(oldest);
-    }
+    while (held.size > room) held.delete(held.keys().next().value as string); // the least recently used
   };
 
-  /** Reads every slot of the owner: a look (RULE 1) and the bitset at once. */
+  /** Reads every slot of the owner, a page at a time: a look (RULE 1) and the bitset at once. */
   const load = async (owner: string, max: number, check: Check): Promise<Held> => {
-    check();
     const sentAt = now();
-    const slots = await store.slots(owner);
-    check();
     const state = new Held(max, true);
-    for (const slot of slots) {
-      if (slot < max) state.mark(slot, true);
-      else state.outside++;
+    for (let after = -1, page = [] as number[]; after === -1 || page.length === PAGE; after = page.at(-1) ?? max) {
+      check();
+      page = await store.slots(owner, after, PAGE);
+      for (const slot of page) slot < max ? state.mark(slot, true) : state.outside++;
     }
     if (state.outside === 0) state.cleanAt = sentAt;
-    keep(owner, state);
     return state;
   };
 
-  /**
-   * An owner this process does not hold while its budget is full: one index seek for its highest slot (RULE 1's look)
-   * rather than a load, whose bytes grow with the owner's plants. Every slot up to the highest is taken as taken, so
-   * creates go above it, in order (an owner created so stays dense); a load follows only if the owner seems full, or
-   * holds outside plants.
-   */
+  /** RULE 1's look at the owner's highest slot: every slot up to it taken as taken (packed); outside, nothing else. */
   const glance = async (owner: string, max: number, check: Check): Promise<Held> => {
     check();
     const sentAt = now();
-    const top = (await store.top(owner)) ?? -1;
-    check();
-    if (top >= max) return load(owner, max, check);
+    const top = (await store.top(owner))?.slot ?? -1;
     const state = new Held(max, false);
+    // An outside plant: kept as such, so that the next look is the load alone (a request may not outlast two reads).
+    if (top >= max) return ((state.outside = 1), state);
     state.taken.fill(0xff, 0, (top + 1) >> 3);
     state.used = (top + 1) & ~7;
     for (let slot = (top + 1) & ~7; slot <= top; slot++) state.mark(slot, true);
     state.cleanAt = sentAt;
-    keep(owner, state);
-    return state;
-  };
-
-  /** The owner's state with a clean look younger than lookTtlMs, or with its outside plants as last loaded. */
-  const current = async (owner: string, max: number, check: Check): Promise<Held> => {
-    const state = held.get(owner);
-    if (state === undefined || state.max !== max) {
-      // Concurrent creates of an owner not held share one look (and its slots), rather than racing for one slot.
-      const underway = looking.get(owner);
-      if (underway !== undefined) {
-        const shared = await underway.catch(() => undefined);
-        check();
-        if (shared !== undefined && shared.max === max) return shared;
-      }
-      const look = held.size < options.maxHeld(max) ? load(owner, max, check) : glance(owner, max, check);
-      looking.set(owner, look);
-      try {
-        return await look;
-      } finally {
-        if (looking.get(owner) === look) looking.delete(owner);
-      }
-    }
-    keep(owner, state);
-    if (state.outside > 0 || now() - state.cleanAt < lookTtlMs) return state;
-    // RULE 1 again, at the cost of one index seek: the highest slot tells whether any is outside.
-    check();
-    const sentAt = now();
-    const top = await store.top(owner);
-    check();
-    if (top !== undefined && top >= max) return load(owner, max, check);
-    state.cleanAt = sentAt;
     return state;
   };
 
   /**
-   * RULE 3, and a stored plant answers first whatever the count: read last, so that a plant stored meanwhile (say, by
-   * this create's own earlier attempt landing late) answers 200. Undefined: there is room after all.
+   * A look (a glance; `full`: a load) shared by the owner's requests: each command goes while one of them is within
+   * its deadline, and what it read is kept even after they all answered 503, so that a slow store still makes progress.
    */
+  const look = async (owner: string, max: number, check: Check, full = false): Promise<Held> => {
+    let shared = looking.get(owner);
+    if (shared === undefined) {
+      const [waiters, began] = [[check], generation];
+      const own: Check = guarded(() => {
+        if (!waiters.some(alive)) check(); // every request waiting has ended: the first one's error
+      }, began);
+      const done: Promise<Held> = (full ? load(owner, max, own) : glance(owner, max, own))
+        .finally(() => looking.get(owner)?.done === done && looking.delete(owner))
+        .then((state) => (began === generation && keep(owner, state), state));
+      looking.set(owner, (shared = { done, waiters }));
+    } else shared.waiters.push(check);
+    const state = await shared.done;
+    check();
+    return state.max === max ? state : look(owner, max, check, full);
+  };
+
+  /** The owner's state with a clean look younger than lookTtlMs (RULE 1), or with its outside plants as loaded. */
+  const current = async (owner: string, max: number, check: Check): Promise<Held> => {
+    const state = held.get(owner);
+    if (state === undefined || state.max !== max || (state.outside === 0 && now() - state.cleanAt >= lookTtlMs)) {
+      return look(owner, max, check);
+    }
+    keep(owner, state);
+    return state;
+  };
+
+  // RULE 3: the id, the count, the id again. A plant found answers 200 or 409 (stored meanwhile, say by this create's
+  // late attempt, or deleted since: either is a serial order); a refusal saw the owner full between two reads
+  // without it, so that a delete of that very plant, or its creation elsewhere, is never taken for a full owner.
   const refusal = async (owner: string, plant: Plant, state: Held, check: Check) => {
-    check();
-    const count = await store.count(owner);
-    check();
-    const stored = (await store.find(owner, plant.id))?.plant;
-    if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported } as const;
-    return count >= state.max ? ({ _tag: 'OwnerFull', count } as const) : undefined;
+    const find = async () => (check(), (await store.find(owner, plant.id))?.plant);
+    let stored = await find();
+    if (stored === undefined) {
+      check();
+      const count = await store.count(owner);
+      if (count < state.max) return undefined;
+      if ((stored = await find()) === undefined) return { _tag: 'OwnerFull', count } as const;
+    }
+    return { _tag: 'Exists', stored, ...state.reported } as const;
   };
 
   /** RULE 2: moves the owner's outside plants into slots believed free, each move arbitrated by the slot index. */
@@ -262,61 +246,80 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     );
   };
 
-  const unbounded = async (owner: string, plant: Plant, check: Check): Promise<InsertOutcome | undefined> => {
+  const unbounded = async (owner: string, plant: Plant, check: Check): Outcome => {
     held.delete(owner); // an outside plant of an owner this process may hold under a bound (tests mix bounds)
     for (let round = 0; round < MAX_ROUNDS; round++) {
       check();
       const attempt = await store.insert(owner, plant, OUTSIDE_FROM + random(OUTSIDE_FROM));
       if (attempt === 'inserted') return { _tag: 'Inserted' };
-      if (attempt === 'slot-taken') continue;
       check();
-      const stored = (await store.find(owner, plant.id))?.plant;
+      const stored = attempt === 'taken' ? (await store.find(owner, plant.id))?.plant : undefined;
       if (stored !== undefined) return { _tag: 'Exists', stored };
     }
     return undefined;
   };
 
-  const bounded = async (
-    owner: string,
-    plant: Plant,
-    max: number,
-    check: Check,
-  ): Promise<InsertOutcome | undefined> => {
+  /** Inserts at `slot`, reserved meanwhile; the slot is marked taken unless the id index alone refused it. */
+  const attempt = async (owner: string, plant: Plant, state: Held, slot: number, check: Check) => {
+    check();
+    const mine = reserved.get(owner) ?? new Map<number, Promise<unknown>>();
+    let release = (): void => undefined; // at the slot's release: a waiter woken before would spin on microtasks
+    reserved.set(owner, mine.set(slot, new Promise<void>((resolve) => (release = resolve))));
+    try {
+      const answer = await store.insert(owner, plant, slot);
+      const known = held.get(owner) ?? state;
+      known.mark(slot, true); // answered: taken, by this insert or another
+      known.fresh = false;
+      if (answer !== 'taken') return answer;
+      check();
+      const found = await store.find(owner, plant.id);
+      // Refused by the id index (an identical retry, or a 409): the slot stays free unless that plant holds it.
+      if (found !== undefined && found.slot !== slot) known.mark(slot, false);
+      return found ?? ('slot-taken' as const);
+    } finally {
+      mine.delete(slot);
+      if (mine.size === 0) reserved.delete(owner);
+      release();
+    }
+  };
+
+  const bounded = async (owner: string, plant: Plant, max: number, check: Check): Outcome => {
     let state = await current(owner, max, check);
-    for (let round = 0, collisions = 0; round < MAX_ROUNDS; round++) {
-      if (state.outside > 0) {
-        if (state.count >= max) {
+    for (let round = 0, collisions = 0; round < MAX_ROUNDS;) {
+      const mine = reserved.get(owner);
+      const low = state.outside > 0 ? undefined : state.nextFree(0, mine);
+      if (low !== undefined) {
+        // Once processes met here, at random in a window that doubles per meeting (docs/storage.md); alone, lowest.
+        const spread = collisions + state.spread;
+        const slot = spread === 0 ? low : (state.nextFree(low + random(2 << Math.min(spread, 12)), mine) ?? low);
+        const answer = await attempt(owner, plant, state, slot, check);
+        if (answer === 'inserted' && collisions === 0 && state.spread > 0 && random(4) === 0) state.spread--;
+        if (answer === 'inserted') return { _tag: 'Inserted', ...state.reported };
+        if (answer !== 'slot-taken') return { _tag: 'Exists', stored: answer.plant, ...state.reported };
+        collisions++; // the index's truth, marked: another slot believed free, no round spent
+        state.spread++;
+      } else if (state.outside === 0 && mine !== undefined && state.nextFree() !== undefined) {
+        await Promise.race(mine.values()); // every slot believed free is reserved here: their answers tell
+      } else if (
+        state.outside === 0 &&
+        !state.fresh &&
+        !state.counted &&
+        (state = await look(owner, max, check)).nextFree() !== undefined
+      ) {
+        round++; // believed full, but a glance found room above the highest slot (a delete elsewhere packed it)
+      } else {
+        // A glance that saw an outside plant knows nothing else: the load alone. What is held stays until it ends.
+        if (state.counted && state.outside > 0 && state.used + state.outside < max) await moveIn(owner, state, check);
+        else if (state.counted || state.outside === 0) {
           const refused = await refusal(owner, plant, state, check);
           if (refused !== undefined) return refused;
-        } else {
-          await moveIn(owner, state, check);
         }
-        state = await load(owner, max, check);
-        continue;
-      }
-      // After a collision, one further out at random (the window doubling): creates through several processes, each
-      // from the lowest free slot, stop meeting.
-      const low = state.nextFree();
-      const slot = low === undefined || collisions === 0 ? low : state.nextFree(low + random(2 << collisions));
-      if (slot === undefined) {
-        const refused = await refusal(owner, plant, state, check);
-        if (refused !== undefined) return refused;
-        state = await load(owner, max, check);
-        continue;
+        state = await look(owner, max, check, true);
+        round++;
       }
       check();
-      // Marked before the insert: this owner's creates in flight here choose other slots (taken is safe, see above).
-      state.mark(slot, true);
-      const attempt = await store.insert(owner, plant, slot);
-      if (attempt === 'inserted') return { _tag: 'Inserted', ...state.reported };
-      if (attempt === 'taken') {
-        check();
-        const stored = (await store.find(owner, plant.id))?.plant;
-        if (stored !== undefined) return { _tag: 'Exists', stored, ...state.reported };
-      }
-      // Another create took the slot: another one believed free, on the same look while it is young enough.
-      collisions++;
-      if (now() - state.cleanAt >= lookTtlMs) state = await current(owner, max, check);
+      const expired = state.outside === 0 && now() - state.cleanAt >= lookTtlMs;
+      state = expired ? await current(owner, max, check) : (held.get(owner) ?? state);
     }
     return undefined;
   };
@@ -331,12 +334,21 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       check();
       // false: another delete took it between the two steps; it is gone, as after a delete ordered after that one.
       if (!(await store.delete(found.ref))) return false;
-      held.get(owner)?.mark(found.slot, false);
+      const state = held.get(owner);
+      state?.mark(found.slot, false);
+      // Packed: the highest inside plant takes the freed slot (a race leaving a hole costs a load, never the bound).
+      check();
+      const top = await store.top(owner);
+      if (top === undefined || top.slot <= found.slot || top.slot >= OUTSIDE_FROM) return true;
+      check();
+      if (await store.move(top.ref, top.slot, found.slot)) state?.mark(top.slot, false);
+      state?.mark(found.slot, true);
       return true;
     },
     forget: () => {
       generation++;
       held.clear();
+      looking.clear();
     },
   };
 };

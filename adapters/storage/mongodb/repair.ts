@@ -8,11 +8,9 @@ import { OUTSIDE_FROM } from './quota.js';
  * missing, then builds the missing indexes. Idempotent and resumable: each step reads the collection as it is.
  *
  * - Plants sharing a slot: all but the first (the least `_id`) move to fresh outside slots (quota.ts), where they
- *   count and move back in when the owner has room. Nothing is deleted. Whatever a scan finds, nothing moves before
- *   `noticeMs` after the slot index was seen missing: longer than every service's index check (30 s) and a request's
- *   deadline, so that each has forgotten what it knew of owners' slots and ended the requests begun before (quota.ts,
- *   `forget`), and none trusts a look made before a plant moved outside (a slot may be shared meanwhile, by a process
- *   that has not noticed yet).
+ *   count and move back in when the owner has room. Nothing moves before `noticeMs` after the slot index was seen
+ *   missing (longer than every service's index check and a request's deadline): each service has then forgotten what
+ *   it knew and ended the requests begun before (quota.ts, `forget`), so none trusts a look older than a move.
  * - Plants sharing an id: copies identical to the first written are deleted. Different plants under one id are listed
  *   and left, unless `keepFirst`: then the later ones are deleted, each printed first.
  *
@@ -33,7 +31,7 @@ export interface RepairStore<Ref> {
   readonly missing: () => Promise<ReadonlyArray<'id' | 'slot'>>;
   readonly sharing: (key: 'id' | 'slot') => AsyncIterable<Array<Shared<Ref>>>;
   readonly delete: (doc: Shared<Ref>) => Promise<boolean>;
-  readonly move: (doc: Shared<Ref>, to: number) => Promise<boolean>;
+  readonly move: (doc: Shared<Ref>) => Promise<boolean>; // to a random outside slot (the store draws it)
   readonly build: (key: 'id' | 'slot') => Promise<string>;
   readonly sleep: (ms: number) => Promise<void>;
 }
@@ -66,8 +64,7 @@ export const repair = async <Ref>(store: RepairStore<Ref>, options: RepairOption
     await store.sleep(options.noticeMs);
     if (!(await store.missing()).includes('slot')) throw new Error('the slot index was built meanwhile: run again');
     for await (const [, ...later] of store.sharing('slot'))
-      for (const doc of later)
-        movedOut += +(await store.move(doc, OUTSIDE_FROM + Math.floor(Math.random() * OUTSIDE_FROM)));
+      for (const doc of later) movedOut += +(await store.move(doc));
     options.report(`${movedOut} plants that shared a slot moved outside (they count, and move back in)`);
   }
 
@@ -110,8 +107,10 @@ export const repairStorage = async (options: RepairOptions & { uri: string; db: 
           if (group.length > 1) yield group.map(shared);
         },
         delete: async ({ ref, owner }) => (await collection.deleteOne({ _id: ref, owner })).deletedCount === 1,
-        move: async ({ ref, owner, slot }, to) =>
-          (await collection.updateOne({ _id: ref, owner, slot }, { $set: { slot: to } })).modifiedCount === 1,
+        move: async ({ ref, owner, slot }) => {
+          const to = OUTSIDE_FROM + Math.floor(Math.random() * OUTSIDE_FROM);
+          return (await collection.updateOne({ _id: ref, owner, slot }, { $set: { slot: to } })).modifiedCount === 1;
+        },
         build: (key) => plain.createIndex(spec(key).key, { unique: true, name: spec(key).name }),
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       },

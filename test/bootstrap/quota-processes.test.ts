@@ -592,7 +592,11 @@ const concurrent = async (uri: string): Promise<Record<string, Record<number, nu
             .split('\n')
             .filter((l) => /"status":503|"level":(40|50)/.test(l)),
         );
-      assert.equal(figures[owner], { 200: clients * 6 }, `${owner}: ${JSON.stringify(figures[owner])}\n${logged()}`);
+      assert.equal(
+        figures[owner],
+        { 200: clients * 6 },
+        `${owner}: ${JSON.stringify(figures[owner])}\n${logged().join('\n')}`,
+      );
       assert.is((await f.stored(owner)).length, clients * 6, `${owner}: every create stored`);
     }
     return figures;

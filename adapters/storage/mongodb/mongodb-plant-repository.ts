@@ -162,10 +162,10 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
         .toArray();
       return docs.map((d) => Number(d.slot));
     },
-    outside: async (owner, from) => {
-      const docs = await collection.find({ owner, slot: { $gte: from } }, { ...bounded(), projection: { slot: 1 } });
-      return (await docs.toArray()).map((d) => slotted(owner, d));
-    },
+    outside: async (owner, from) =>
+      (await collection.find({ owner, slot: { $gte: from } }, { ...bounded(), projection: { slot: 1 } }).toArray()).map(
+        (d) => slotted(owner, d),
+      ),
     count: (owner) => collection.countDocuments({ owner }, bounded()),
     delete: async (ref) => (await collection.deleteOne(ref, bounded())).deletedCount === 1,
     move: async (ref, from, to) => {

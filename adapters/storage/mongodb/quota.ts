@@ -43,8 +43,7 @@ export type Slotted<Ref> = { readonly ref: Ref; readonly slot: number };
 
 export interface QuotaOptions {
   readonly now: () => number; // this process's own clock, in milliseconds (monotonic)
-  /** RULE 1: how long a clean look is trusted. */
-  readonly lookTtlMs: number;
+  readonly lookTtlMs: number; // RULE 1: how long a clean look is trusted
   /** Owners held at most (an LRU; 0: none): each weighs about `max / 8` bytes and its entry. */
   readonly maxHeld: (max: number) => number;
   readonly random: (n: number) => number; // a random integer in [0, n)
@@ -64,7 +63,6 @@ const MAX_ROUNDS = 16;
 const PAGE = 20_000; // slots a load reads per command
 type Outcome = Promise<InsertOutcome | undefined>;
 
-/** Whether a request's check passes (the request is within its deadline). */
 const alive = (check: Check): boolean => {
   try {
     return (check(), true);
@@ -77,8 +75,7 @@ const alive = (check: Check): boolean => {
 class Held {
   readonly taken: Uint8Array; // the inside slots known taken, a bit each; `used` of them
   used = 0;
-  /** Outside plants seen by the last load, less those deleted here since. */
-  outside = 0;
+  outside = 0; // outside plants seen by the last load, less those deleted here since
   /** When the last look that found no outside plant was sent (RULE 1); -Infinity: none since the last load. */
   cleanAt = Number.NEGATIVE_INFINITY;
   fresh = true; // no create took a slot here since the look that made it: what it says full, the store said full
@@ -164,7 +161,8 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     for (let after = -1, page = [] as number[]; after === -1 || page.length === PAGE; after = page.at(-1) ?? max) {
       check();
       page = await store.slots(owner, after, PAGE);
-      for (const slot of page) slot < max ? state.mark(slot, true) : state.outside++;
+      for (const slot of page) if (slot < max) state.mark(slot, true);
+      state.outside += page.filter((slot) => slot >= max).length;
     }
     if (state.outside === 0) state.cleanAt = sentAt;
     return state;

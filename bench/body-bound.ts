@@ -6,45 +6,22 @@
  *
  *   node dist/bench/body-bound.js [N] [dist]
  */
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../harness/servers.js';
+import { sleep, startServiceProcess } from './service-process.js';
 
 const count = Number(process.argv[2] ?? 1000);
 const dist = resolve(process.argv[3] ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
 const MiB = 1024 * 1024;
 const TOKEN = 'body-bound-token';
 
-const rssMiB = (pid: number): number =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const port = await freePort();
-const child = spawn(process.execPath, [join(dist, 'bootstrap/main.js')], {
-  env: {
-    PATH: process.env['PATH'] ?? '',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    BODY_LIMIT: String(16 * MiB),
-    AUTH_TOKENS: JSON.stringify([{ token: TOKEN, owner: 'o', subject: 's', scopes: ['plants:write'] }]),
-  },
-  stdio: ['ignore', 'ignore', 'inherit'],
+const svc = await startServiceProcess(dist, {
+  BODY_LIMIT: String(16 * MiB),
+  AUTH_TOKENS: JSON.stringify([{ token: TOKEN, owner: 'o', subject: 's', scopes: ['plants:write'] }]),
 });
-process.on('exit', () => child.kill('SIGKILL'));
-for (let i = 0; ; i++) {
-  try {
-    if ((await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200) break;
-  } catch {
-    if (i > 100) throw new Error('the service did not start');
-    await sleep(100);
-  }
-}
-const pid = child.pid as number;
-const before = rssMiB(pid);
+const { port, child } = svc;
+const before = svc.rssMiB();
 
 const pad = 16 * MiB - '{"id":1,"name":"big","pad":""}'.length;
 const body = Buffer.from(`{"id":1,"name":"big","pad":"${'x'.repeat(pad)}"}`);
@@ -71,7 +48,7 @@ let peak = before;
 const started = Date.now();
 while (Date.now() - started < 20_000) {
   await sleep(100); // the sampling interval
-  peak = Math.max(peak, rssMiB(pid));
+  peak = Math.max(peak, svc.rssMiB());
 }
 const open = sockets.filter((s) => !s.destroyed).length;
 process.stdout.write(

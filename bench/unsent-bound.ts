@@ -6,8 +6,8 @@
  * each figure over the idle service (RSS; V8's heap, Buffers and other memory outside the heap; the bytes the unsent
  * bound counts; the bytes the sockets' streams hold), the same peaks at the full GCs the sampler runs each second
  * (live bytes: what the service holds, without garbage awaiting collection), RSS once the clients have gone (memory
- * the allocator kept), and how many connections the bound (MAX_UNSENT_BYTES) closed. What the kernel's socket
- * buffers hold is outside RSS.
+ * the allocator kept), how many connections the bound (MAX_UNSENT_BYTES) closed, and how long a /healthz on a new
+ * connection every 250 ms took meanwhile (median, max). What the kernel's socket buffers hold is outside RSS.
  *
  *   node dist/bench/unsent-bound.js [N] [dist]
  */
@@ -71,7 +71,13 @@ for (let i = 0; i < count; i++) {
   socket.on('connect', () => socket.write(get));
   sockets.push(socket);
 }
-await sleep(20_000);
+// A probe's /healthz on a new connection every 250 ms meanwhile: how long it waits for its turn.
+const probes: number[] = [];
+for (const until = performance.now() + 20_000; performance.now() < until; await sleep(250)) {
+  const at = performance.now();
+  await (await fetch(`${svc.base}/healthz`, { headers: { connection: 'close' } })).text();
+  probes.push(performance.now() - at);
+}
 for (const s of sockets) s.destroy();
 await sleep(5000);
 
@@ -103,6 +109,10 @@ process.stdout.write(
       heapUsed: Math.round((last.heapUsed - idle.heapUsed) / MiB),
     },
     closedForUnsent: closed,
+    healthzMs: {
+      median: Math.round(probes.sort((a, b) => a - b)[probes.length >> 1] ?? 0),
+      max: Math.round(Math.max(...probes)),
+    },
   }) + '\n',
 );
 svc.child.kill('SIGKILL');

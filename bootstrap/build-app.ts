@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { createHttpApp, type HttpSettings } from '../adapters/http/api/app.js';
+import { createHttpApp, PROBES, type HttpSettings } from '../adapters/http/api/app.js';
 import { exactDispatch } from '../adapters/http/api/exact-dispatch.js';
 import { boundedMethods } from '../adapters/http/server/metrics.js';
 import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/server/server.js';
@@ -54,5 +54,6 @@ export const buildApp = (
     limits,
     refused: metrics?.refused,
     cors: deps.cors,
+    probes: PROBES,
   });
 };

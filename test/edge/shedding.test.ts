@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ServerLimits } from '../../adapters/http/server/server.js';
+import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
+import { aPlant, right } from '../support/fixtures.js';
 import { startService } from '../support/http.js';
 import { eventually, within } from '../support/wait.js';
 
@@ -18,14 +20,14 @@ const ASSET = '/docs/swagger-ui-bundle.js';
 
 const CLIENTS = String.raw`
 import json, socket, sys, time
-port, path, rate, others, delay = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+port, path, rate, others, delay, fields = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
 
 def open_conn():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect(('127.0.0.1', port))
-    s.sendall(('GET %s HTTP/1.1\r\nHost: x\r\n\r\n' % path).encode())
+    s.sendall(('GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n' % (path, fields)).encode())
     return s
 
 reader = open_conn()
@@ -85,9 +87,17 @@ interface Outcome {
   readonly idle: number[];
 }
 
-/** Runs the reader and the idle clients; `check` runs while the idle clients are still open. */
-const withClients = async (port: number, check: (outcome: Outcome) => Promise<void>) => {
-  const child = spawn('python3', ['-c', CLIENTS, String(port), ASSET, '400000', '45', '0.5'], {
+/**
+ * Runs the reader and the idle clients (45, half a second later, asking for the large file unless told otherwise);
+ * `check` runs while the idle clients are still open.
+ */
+const withClients = async (
+  port: number,
+  check: (outcome: Outcome) => Promise<void>,
+  { path = ASSET, others = 45, delay = 0.5, fields = '' } = {},
+) => {
+  const args = [String(port), path, '400000', String(others), String(delay), fields];
+  const child = spawn('python3', ['-c', CLIENTS, ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   try {
@@ -130,22 +140,81 @@ test('at the defaults, a steady reader gets every byte of a large file while 45 
 });
 
 test('past the bound, the connections that never read are all closed and the one that reads gets every byte', async () => {
-  // Under the file's own size, so that the bound stays exceeded for as long as anyone holds it.
+  // Under the file's own size: the bound is exceeded while anyone holds it, so the 6 that never read begin one at a
+  // time, after the reader, and each is closed in turn, stalled for unsentStallMs.
   const svc = await service({ maxUnsentBytes: 1024 * 1024, unsentStallMs: 1500 });
   try {
-    await withClients(svc.port, async (outcome) => {
-      assert.is(outcome.status, 200);
-      assert.is(
-        outcome.body,
-        outcome.length,
-        `the reader got ${outcome.body} of ${outcome.length} bytes (${outcome.seconds} s, ${outcome.end}); logged: ${JSON.stringify(svc.logs().filter((l) => l['code'] === 'UNSENT_LIMIT'))}`,
-      );
-      assert.ok(outcome.seconds > 1.5, `the reader was slow enough to matter (${outcome.seconds} s)`);
-      await eventually('every connection that never read closed by the server', () =>
-        outcome.idle.every((p) => !svc.holds(p)),
-      );
-      assert.ok(svc.logs().some((l) => l['code'] === 'UNSENT_LIMIT'));
-    });
+    await withClients(
+      svc.port,
+      async (outcome) => {
+        assert.is(outcome.status, 200);
+        assert.is(
+          outcome.body,
+          outcome.length,
+          `the reader got ${outcome.body} of ${outcome.length} bytes (${outcome.seconds} s, ${outcome.end}); logged: ${JSON.stringify(svc.logs().filter((l) => l['code'] === 'UNSENT_LIMIT'))}`,
+        );
+        assert.ok(outcome.seconds > 1.5, `the reader was slow enough to matter (${outcome.seconds} s)`);
+        await eventually(
+          'every connection that never read closed by the server',
+          () => outcome.idle.every((p) => !svc.holds(p)),
+          { timeoutMs: 30_000 },
+        );
+        assert.ok(svc.logs().some((l) => l['code'] === 'UNSENT_LIMIT'));
+      },
+      { others: 6 },
+    );
+  } finally {
+    await svc.close();
+  }
+});
+
+test('past the bound, no further response is begun until the bytes held are back within it, but a probe is', async () => {
+  // 20 clients at once ask for a page of 1000 of the largest plants (about 1.2 MB), under a bound of 2.5 pages: three
+  // pages pass it, and each further page waits for bytes to leave. The pages held are at most those begun less those
+  // whose connections the bound closed, and one more once the reader's page has left: at most 4.
+  const memory = memoryPlantRepository();
+  let [begun, most] = [0, 0];
+  // A /healthz sent as the third page begins: it arrives with the bound full, and none is shed before 150 ms.
+  let probe: Promise<string> | undefined;
+  const closed = () => svc.logs().reduce((sum, l) => sum + (l['code'] === 'UNSENT_LIMIT' ? Number(l['closed']) : 0), 0);
+  const plants = {
+    ...memory,
+    page: (...args: Parameters<typeof memory.page>) => {
+      begun += 1;
+      most = Math.max(most, begun - closed());
+      if (begun === 3)
+        probe = fetch(`${svc.base}/healthz`).then(
+          async (r) => `${r.status} ${await r.text()}, ${begun} begun, ${closed()} closed`,
+        );
+      return memory.page(...args);
+    },
+  };
+  const svc = await startService({ plants }, { maxUnsentBytes: 3_000_000, unsentStallMs: 1500 });
+  try {
+    const owner = svc.principal.alice.owner;
+    for (let id = 1n; id <= 1000n; id++)
+      await right(plants.insert(owner, aPlant(id, '🌿'.repeat(200), '🌿'.repeat(100)), 1000));
+    const path = '/plants?limit=1000';
+    await withClients(
+      svc.port,
+      async (outcome) => {
+        assert.is(outcome.status, 200);
+        assert.ok(outcome.length !== null && outcome.length > 1_000_000, `a large page: ${outcome.length}`);
+        assert.is(outcome.body, outcome.length, `the reader got ${outcome.body} of ${outcome.length} bytes`);
+        await eventually('every client got its page begun', () => begun === 21, { detail: () => `${begun} begun` });
+        assert.ok(most <= 4, `${most} pages held at once (${begun} begun, ${closed()} closed)`);
+        assert.match(
+          (await probe) ?? '',
+          /^200 .*, 3 begun, 0 closed$/,
+          'the probe answered before any page began after it',
+        );
+        const open = () => outcome.idle.filter((p) => svc.holds(p)).length;
+        await eventually('the connections that never read held within the bound (2 pages)', () => open() <= 2, {
+          detail: () => `${open()} held`,
+        });
+      },
+      { path, others: 20, delay: 0, fields: `Authorization: Bearer ${svc.token.alice}\r\n` },
+    );
   } finally {
     await svc.close();
   }

@@ -42,6 +42,8 @@ export interface HttpSettings {
 // Exact, case-sensitive paths (polka's string patterns ignore case and a trailing slash).
 const HEALTHZ = /^\/healthz$/;
 const READYZ = /^\/readyz$/;
+/** The probes' paths: answered in a few bytes, so the server begins them even past its unsent bound. */
+export const PROBES = ['/healthz', '/readyz'];
 const OPENAPI = /^\/openapi\.json$/;
 const PLANTS = /^\/plants$/;
 const PLANT = /^\/plants\/(?<id>[^/]*)$/;

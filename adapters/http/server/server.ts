@@ -21,6 +21,8 @@ export interface HttpServerDeps {
   readonly refused?: ((method: string | undefined, status: number) => void) | undefined;
   /** The app's CORS fields, on the answers here too. */
   readonly cors?: CorsPolicy | undefined;
+  /** Paths answered in a few bytes (probes): begun even past the unsent bound, never held behind unread responses. */
+  readonly probes?: readonly string[];
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -49,7 +51,8 @@ export const requestsInFlight = (server: Server): number => inFlightOf.get(serve
  * and closes the connection. A client holds at most `maxConnections` connections, `maxPipelinedRequests` unanswered
  * requests and one response on each, and in total `maxUnsentBytes` unread and `maxBodyBytes` of bodies being read.
  */
-export const createHttpServer = (handler: Handler, { logger, limits, refused, cors }: HttpServerDeps): Server => {
+export const createHttpServer = (handler: Handler, deps: HttpServerDeps): Server => {
+  const { logger, limits, refused, cors, probes = [] } = deps;
   const server = createServer({
     maxHeaderSize: limits.maxHeaderSize,
     headersTimeout: limits.headersTimeoutMs,
@@ -108,28 +111,36 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
     setImmediate(() => refuse(res, req, failure, code));
   };
 
-  const unsent = unsentBound(limits, logger, (res) => {
-    if (res.socket === null) return;
-    connectionOf(res.socket).closing = true;
-    res.socket.destroy();
-  });
-
   /**
    * One response per connection at a time: the next request read on it is handed on once this response has closed
    * (the kernel took all of it), so a client that does not read holds one response, however many it pipelined.
    * Requests that waited are served one per turn of the event loop, after what that turn read: served back to back,
-   * hundreds of connections pipelining large pages would hold the loop for seconds.
+   * hundreds of connections pipelining large pages would hold the loop for seconds. While the unsent bound is full,
+   * none is, and only probes are served straight from the parser: each response is counted before the next begins.
    */
   const queued: Array<() => void> = [];
+  let scheduled = false;
+  const schedule = (): void => {
+    if (scheduled || queued.length === 0 || unsent.full()) return;
+    scheduled = true;
+    setImmediate(serveQueued);
+  };
   const serveQueued = (): void => {
-    queued.shift()?.();
-    if (queued.length > 0) setImmediate(serveQueued);
+    scheduled = false;
+    if (!unsent.full()) queued.shift()?.();
+    schedule();
   };
   const serveLater = (req: IncomingMessage, res: ServerResponse, conn: Connection): void => {
     conn.serving = res;
-    const serve = () => void (req.socket.destroyed || handler(req, res));
-    if (queued.push(serve) === 1) setImmediate(serveQueued);
+    queued.push(() => void (req.socket.destroyed || handler(req, res)));
+    schedule();
   };
+  const shut = (res: ServerResponse): void => {
+    if (res.socket === null) return;
+    connectionOf(res.socket).closing = true;
+    res.socket.destroy();
+  };
+  const unsent = unsentBound(limits, logger, shut, schedule);
 
   // At most one request per connection and turn is served straight from the parser, the rest wait in the queue: a
   // response can be done before Node parses the next request of the read (body.ts), so that they would not count.
@@ -189,7 +200,8 @@ export const createHttpServer = (handler: Handler, { logger, limits, refused, co
       turnEnds = true;
       setImmediate(nextTurn);
     }
-    if (conn.servedInTurn === turn) return serveLater(req, res, conn);
+    const waits = unsent.full() && !probes.includes((req.url ?? url).split('?', 1)[0] ?? '');
+    if (conn.servedInTurn === turn || waits) return serveLater(req, res, conn);
     conn.servedInTurn = turn;
     conn.serving = res;
     handler(req, res);

@@ -14,19 +14,25 @@ interface Held {
 export interface UnsentBound {
   /** Counts a response in until it closes; each 'drain' of it is the client reading. */
   readonly hold: (res: ServerResponse, own: number, shared: Buffer | undefined) => void;
+  /** Past the bound: no response is produced until it is back within (server.ts waits for `room`). */
+  readonly full: () => boolean;
+  /** The response bytes counted in now (bench/unsent-sampler.ts). */
+  readonly held: () => number;
 }
 
 /**
  * The total bound on response bytes held for clients that do not read. Each connection holds at most one response
  * (server.ts), counted from its `end` until it closes (a `sharedBody` once, however many hold it). Past
- * `maxUnsentBytes`, the responses not taken further for `unsentStallMs` are closed, longest stalled first, until the
- * total is below it; then those of which the kernel took nothing for a tenth of that. A connection that keeps
- * reading, however slowly, is never closed for it.
+ * `maxUnsentBytes`, no response is begun (`full`, server.ts) and every response not taken further for `unsentStallMs`,
+ * or of which the kernel took nothing for a tenth of that, is closed. A connection that keeps reading, however slowly,
+ * is never closed for it. So the total stays within the bound plus the responses under way when it was passed; `room`
+ * is called as bytes leave the count.
  */
 export const unsentBound = (
   limits: Pick<ServerLimits, 'maxUnsentBytes' | 'unsentStallMs'>,
   logger: Logger,
   close: (res: ServerResponse) => void,
+  room: () => void,
 ): UnsentBound => {
   const holding = new Map<ServerResponse, Held>();
   const unreadMs = limits.unsentStallMs / 10;
@@ -45,24 +51,24 @@ export const unsentBound = (
     if (held === undefined) return;
     holding.delete(res);
     unsent -= held.own;
-    if (held.shared === undefined) return;
-    const left = (shares.get(held.shared) ?? 1) - 1;
-    if (left > 0) shares.set(held.shared, left);
-    else {
-      shares.delete(held.shared);
-      unsent -= held.shared.length;
+    if (held.shared !== undefined) {
+      const left = (shares.get(held.shared) ?? 1) - 1;
+      if (left > 0) shares.set(held.shared, left);
+      else {
+        shares.delete(held.shared);
+        unsent -= held.shared.length;
+      }
     }
+    if (unsent <= limits.maxUnsentBytes) room();
   };
 
   const shed = (): void => {
     const now = performance.now();
     const due = (held: Held): number => held.movedAt + (held.moved ? limits.unsentStallMs : unreadMs);
-    // Stalled ones first, then those never read; the longest waiting first within each.
     const candidates = [...holding].filter(([, held]) => due(held) <= now);
-    candidates.sort(([, a], [, b]) => Number(!a.moved) - Number(!b.moved) || a.movedAt - b.movedAt);
+    // All of them, not only enough to come within: the rest would soon be due, and no response begins meanwhile.
     let closed = 0;
-    for (const [res] of candidates) {
-      if (unsent <= limits.maxUnsentBytes) break;
+    for (const [res] of unsent > limits.maxUnsentBytes ? candidates : []) {
       release(res);
       closed += 1;
       close(res);
@@ -79,6 +85,8 @@ export const unsentBound = (
   };
 
   return {
+    full: () => unsent > limits.maxUnsentBytes,
+    held: () => unsent,
     hold: (res, own, shared) => {
       const held: Held = { own, shared, movedAt: performance.now(), moved: false };
       holding.set(res, held);

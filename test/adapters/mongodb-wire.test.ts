@@ -19,12 +19,13 @@ import { eventually, sleep } from '../support/wait.js';
 
 /**
  * What the adapter sends, as the driver puts it on the wire (its command monitoring), to a FerretDB that answers as the
- * primary of a replica set (`--repl-set-name`), so that the driver retries writes as well as reads, and sends read
- * concerns, as it does to a MongoDB replica set; reached through a TCP proxy that can hold chosen commands.
+ * primary of a replica set (`--repl-set-name`), so that the driver retries writes and sends read concerns as it does to
+ * a MongoDB replica set; reached through a TCP proxy that can hold chosen commands.
  * - every command of a create, a delete, a move and a page names the owner (a cluster sharded on `{owner: 1}` sends each
  *   to one shard);
  * - the read behind an "already stored" 200 asks for majority-committed data, and FerretDB serves it;
- * - no command leaves after its request's deadline, the driver's own retries included.
+ * - no command leaves after its request's deadline, the driver's own retries included;
+ * - a look at an owner's slots held past its request's deadline is kept for the retry.
  */
 const binary = ferretDbBinary();
 
@@ -196,6 +197,26 @@ test('no command after its request deadline: a read held past it is not sent aga
 test('no command after its request deadline: a write held past it is not sent again by the driver', async (ctx) => {
   const { proxy, uri } = subject(ctx);
   await nothingAfterTheDeadline(proxy, uri, 'insert');
+});
+
+test('a look held past its request deadline is answered and kept: the retry after the 503 sends one insert', async (ctx) => {
+  const { proxy, uri } = subject(ctx);
+  const { store, sent } = recorded(uri, 1000);
+  try {
+    const repo = store.repository;
+    await right(repo.insert(freshOwner('warm'), aPlant(1n), 100)); // connected, indexes built
+    const owner = freshOwner('slow-look');
+    proxy.holdUpstream(carries('find')); // the glance at the owner's highest slot, as a slow store would take it
+    await left(repo.insert(owner, aPlant(1n), 100));
+    const answeredAt = performance.now();
+    proxy.releaseAll();
+    assert.equal(await right(repo.insert(owner, aPlant(1n), 100)), { _tag: 'Inserted', count: 1 });
+    const after = sent.filter(({ at }) => at > answeredAt).map(({ event }) => event.commandName);
+    assert.equal(after, ['insert'], 'the retry found the look its predecessor began');
+  } finally {
+    proxy.releaseAll();
+    await store.close();
+  }
 });
 
 run();

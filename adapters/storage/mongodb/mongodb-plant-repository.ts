@@ -67,13 +67,8 @@ const guarded =
   async () => {
     const controller = new AbortController();
     const { signal } = controller;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        controller.abort(new DeadlineExceeded('storage deadline exceeded'));
-        reject(signal.reason as Error);
-      }, timeoutMs);
-    });
+    const timer = setTimeout(() => controller.abort(new DeadlineExceeded('storage deadline exceeded')), timeoutMs);
+    const deadline = new Promise<never>((_, reject) => (signal.onabort = () => reject(signal.reason as Error)));
     try {
       const call = request.run({ signal, deadline: performance.now() + timeoutMs }, run, () => signal.throwIfAborted());
       return E.right(await Promise.race([call, deadline]));
@@ -105,17 +100,20 @@ export interface MongodbPlantRepository {
  */
 export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepository => {
   const { timeoutMs, logger } = options;
+  const lookTtlMs = options.lookTtlMs ?? lookTtlFor(timeoutMs);
+  const lookMs = Math.max(timeoutMs, lookTtlMs / 2); // a look's own bound (`looked`)
   const client = new MongoClient(options.uri, {
     useBigInt64: true,
     serverSelectionTimeoutMS: timeoutMs,
     connectTimeoutMS: timeoutMs,
-    socketTimeoutMS: timeoutMs,
+    socketTimeoutMS: lookMs,
     waitQueueTimeoutMS: timeoutMs,
     heartbeatFrequencyMS: 2000,
     minHeartbeatFrequencyMS: 200,
-    // Creates, deletes and moves are insertOne/deleteOne/updateOne: on a replica set the driver retries each once,
-    // transparently, across an election (the server recognizes a retry of a write it already applied); reads too.
+    // Creates, deletes and moves are insertOne/deleteOne/updateOne: on a replica set the driver retries each once
+    // across an election (the server recognizes a retried write). Reads go once (`looked`): at an election, a 503.
     retryWrites: true,
+    retryReads: false,
     appName: 'plant-store',
     monitorCommands: options.monitorCommands ?? false,
   });
@@ -132,6 +130,10 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
     const maxTimeMS = Math.max(1, Math.ceil(deadline - performance.now()));
     return { signal, maxTimeMS, writeConcern: { w, journal, wtimeoutMS: maxTimeMS } };
   };
+
+  // A read of slots (the highest, a page: quota.ts's looks) goes while a request waits on it, then belongs to none:
+  // bounded by half a look's life, so that what a slow store answers after they all gave up is kept for their retries.
+  const looked = () => ({ signal: AbortSignal.timeout(lookMs), maxTimeMS: lookMs });
 
   /** Every filter names the owner, so that on a cluster sharded on `{owner: 1}` each command reaches one shard. */
   const store: QuotaStore<{ readonly owner: string; readonly _id: ObjectId }> = {
@@ -151,13 +153,13 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       return doc === null ? undefined : { plant: decodeStored(doc), ...slotted(owner, doc) };
     },
     top: async (owner) => {
-      const top = await collection.findOne({ owner }, { ...bounded(), sort: { slot: -1 }, projection: { slot: 1 } });
+      const top = await collection.findOne({ owner }, { ...looked(), sort: { slot: -1 }, projection: { slot: 1 } });
       return top === null ? undefined : slotted(owner, top);
     },
     slots: async (owner, after, limit) => {
       // Sorted by slot, so that MongoDB walks the (owner, slot) index and reads the slots from it alone; one reply.
       const docs = await collection
-        .find({ owner, slot: { $gt: after } }, { ...bounded(), projection: SLOT_ONLY, sort: { slot: 1 }, limit })
+        .find({ owner, slot: { $gt: after } }, { ...looked(), projection: SLOT_ONLY, sort: { slot: 1 }, limit })
         .batchSize(limit)
         .toArray();
       return docs.map((d) => Number(d.slot));
@@ -184,7 +186,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   const budget = options.slotCacheBytes ?? 64 * 1024 * 1024;
   const slots = quota(store, {
     now: () => performance.now(),
-    lookTtlMs: options.lookTtlMs ?? lookTtlFor(timeoutMs),
+    lookTtlMs,
     maxHeld: (max) => Math.floor(budget / (Math.ceil(max / 8) + HELD_BYTES)),
     random: (n) => Math.floor(Math.random() * n),
   });

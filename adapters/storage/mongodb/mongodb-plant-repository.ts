@@ -17,7 +17,7 @@ export { INDEX_NAME, INDEX_SPECS, SLOT_INDEX_NAME };
 export interface MongoOptions {
   readonly uri: string;
   readonly db: string;
-  /** Bound on every call: server selection, connection, socket, server-side time, and the adapter's own deadline. */
+  /** Bound on every request: server selection, connection, server-side time, its deadline (a look: `looked`). */
   readonly timeoutMs: number;
   readonly writeConcern: 'majority' | number;
   readonly journal: boolean;

@@ -5,6 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryCapacity } from '../../adapters/storage/memory/capacity.js';
 import { REPAIR_COMMAND, SLOT_INDEX_NAME } from '../../adapters/storage/mongodb/indexes.js';
+import { HELD_BYTES } from '../../adapters/storage/mongodb/quota.js';
 import { COLLECTION } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import type { RunningServer } from '../../harness/servers.js';
 import { startCommandCounter } from '../support/command-counter.js';
@@ -523,8 +524,8 @@ interface BudgetFigures {
  * and the bytes of the store's replies to them, are counted between the processes and the store.
  */
 const budget = async (server: RunningServer, run: BudgetRun): Promise<BudgetFigures> => {
-  // The adapter: an owner held weighs its bitset (bound / 8 bytes) and 300 bytes beside it.
-  const bytes = run.held * (Math.ceil(run.bound / 8) + 300);
+  // The adapter: an owner held weighs its bitset (bound / 8 bytes) and HELD_BYTES beside it.
+  const bytes = run.held * (Math.ceil(run.bound / 8) + HELD_BYTES);
   const owners = Array.from({ length: run.owners }, (_, i) => `budget-${i}`);
   const f = fleet(server.uri, owners, { MONGODB_SLOTS_MEMORY_BYTES: String(bytes) });
   const counter = await startCommandCounter(server.port);

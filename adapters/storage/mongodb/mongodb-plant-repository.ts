@@ -10,7 +10,7 @@ import type { Plant } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { decodeStored } from './plant-document.js';
 import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, indexUpkeep } from './indexes.js';
-import { QuotaForgotten, quota, type QuotaStore } from './quota.js';
+import { HELD_BYTES, QuotaForgotten, quota, type QuotaStore } from './quota.js';
 
 export { INDEX_NAME, INDEX_SPECS, SLOT_INDEX_NAME };
 
@@ -47,7 +47,6 @@ export const COLLECTION = 'plants';
  * which the contract wants the bound exact again. Above 18 s of STORAGE_TIMEOUT_MS every create looks (docs/storage.md).
  */
 const lookTtlFor = (timeoutMs: number): number => Math.max(0, Math.min(30_000, 55_000 - 3 * timeoutMs));
-const HELD_BYTES = 300; // a held owner's heap bytes beside its bitset: the object, its Map entry, the owner's name
 
 class DeadlineExceeded extends Error {}
 

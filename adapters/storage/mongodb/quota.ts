@@ -61,6 +61,7 @@ export const OUTSIDE_FROM = 2 ** 48;
 /** Looks before a create gives up as contended (503); between two, it tries at most `max` slots. */
 const MAX_ROUNDS = 16;
 const PAGE = 20_000; // slots a load reads per command
+export const HELD_BYTES = 900; // a held owner's bytes beside its bitset: state, Map entry, a name of 256 UTF-16 units
 type Outcome = Promise<InsertOutcome | undefined>;
 
 const alive = (check: Check): boolean => {

@@ -167,7 +167,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       (await collection.find({ owner, slot: { $gte: from } }, { ...bounded(), projection: { slot: 1 } }).toArray()).map(
         (d) => slotted(owner, d),
       ),
-    count: (owner) => collection.countDocuments({ owner }, bounded()),
+    count: (owner, except) => collection.countDocuments({ owner, id: { $ne: except } }, bounded()),
     delete: async (ref) => (await collection.deleteOne(ref, bounded())).deletedCount === 1,
     move: async (ref, from, to) => {
       try {

@@ -14,7 +14,7 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  *           sent less than `lookTtlMs` before, by this process's own clock.
  *   RULE 2. An owner with outside plants keeping fewer than `max` has them moved into free inside slots (each move
  *           arbitrated by the unique index, as an insert is) and is looked at again; otherwise it is refused.
- *   RULE 3. A refusal (OwnerFull) is decided on the owner's count read from the store during the request.
+ *   RULE 3. A refusal (OwnerFull) is decided on the owner's count of other ids, read from the store in the request.
  *   RULE 4. A delete removes the document it found by `_id`, never by a filter a later create could match.
  *
  * RULE 1's expiry bounds how long a clean look is trusted while processes with another bound write outside (the
@@ -25,7 +25,7 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  * The commands the bound needs, each one round trip on `_id` or a unique index with `owner` first: insertOne
  * (`slot-taken`: the slot index refused it; `taken`: the store does not say which); findOne by owner and id (`find`);
  * the owner's highest slot (`top`); its slots above `after`, in order, at most `limit`; its plants at or above a slot
- * (`outside`); its count; updateOne by `_id` and slot (`move`: false when the target slot is taken); deleteOne by `_id`.
+ * (`outside`); its count but one id; updateOne by `_id` and slot (`move`: false when the target slot is taken); deleteOne by `_id`.
  */
 export interface QuotaStore<Ref> {
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<'inserted' | 'slot-taken' | 'taken'>;
@@ -33,7 +33,7 @@ export interface QuotaStore<Ref> {
   readonly top: (owner: string) => Promise<Slotted<Ref> | undefined>;
   readonly slots: (owner: string, after: number, limit: number) => Promise<number[]>;
   readonly outside: (owner: string, from: number) => Promise<Array<Slotted<Ref>>>;
-  readonly count: (owner: string) => Promise<number>;
+  readonly count: (owner: string, except: PlantId) => Promise<number>;
   readonly move: (ref: Ref, from: number, to: number) => Promise<boolean>;
   readonly delete: (ref: Ref) => Promise<boolean>;
 }
@@ -215,15 +215,15 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     return state;
   };
 
-  // RULE 3: the id, the count, the id again. A plant found answers 200 or 409 (stored meanwhile, say by this create's
-  // late attempt, or deleted since: either is a serial order); a refusal saw the owner full between two reads
-  // without it, so that a delete of that very plant, or its creation elsewhere, is never taken for a full owner.
+  // RULE 3: the id, the count of other ids, the id again. A plant found answers 200 or 409 (stored meanwhile, say by
+  // this create's late attempt, or deleted since: either is a serial order); a refusal saw the owner full of other ids
+  // between two reads without it: a delete of that plant, its creation elsewhere, or both, never pass for a full owner.
   const refusal = async (owner: string, plant: Plant, state: Held, check: Check) => {
     const find = async () => (check(), (await store.find(owner, plant.id))?.plant);
     let stored = await find();
     if (stored === undefined) {
       check();
-      const count = await store.count(owner);
+      const count = await store.count(owner, plant.id);
       if (count < state.max) return undefined;
       if ((stored = await find()) === undefined) return { _tag: 'OwnerFull', count } as const;
     }

@@ -129,7 +129,7 @@ for (const backend of backends) {
         // elsewhere leaves room above it), then the id.
         assert.equal(retry.commands, n + 1 < MAX ? ['insert', 'find'] : ['find', 'find'], `retry at ${n}`);
         assert.equal(conflict.commands, n + 1 < MAX ? ['insert', 'find'] : ['find'], `409 at ${n}`);
-        // Refused: the id, the count, and the id again (a plant of this id found at either read is not a full owner).
+        // Refused: the id, the count of other ids, the id again (a plant of this id found by either: not a full owner).
         if (full !== undefined) assert.equal(full.commands, ['find', 'aggregate', 'find'], 'refused');
         // The delete, then the highest slot (here the deleted plant's own: nothing to move into its slot).
         assert.equal(remove.commands, ['find', 'delete', 'find'], `delete at ${n}`);

@@ -225,8 +225,8 @@ const lowered: fc.Arbitrary<Scenario> = fc
 
 /**
  * An owner above its bound by two outside plants, met by a process at a glance: the glance sees only the highest, a
- * delete of the other lands while a create's load is under way, and a second create finds the glance held. Were that
- * glance taken for a clean look, its count of outside plants would reach zero with one left, and inside inserts follow.
+ * delete of one of them lands while a create's load is under way, and another create finds the glance (or the load)
+ * held. Were either taken for a clean look, its count of outside plants would reach zero with one left: inside inserts.
  */
 const glanced: fc.Arbitrary<Scenario> = fc
   .record({

@@ -25,7 +25,7 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  * The commands the bound needs, each one round trip on `_id` or a unique index with `owner` first: insertOne
  * (`slot-taken`: the slot index refused it; `taken`: the store does not say which); findOne by owner and id (`find`);
  * the owner's highest slot (`top`); its slots above `after`, in order, at most `limit`; its plants at or above a slot
- * (`outside`); its count but one id; updateOne by `_id` and slot (`move`: false when the target slot is taken); deleteOne by `_id`.
+ * (`outside`); its count but one id; updateOne by `_id`, slot (`move`: false if the slot is taken); deleteOne by `_id`.
  */
 export interface QuotaStore<Ref> {
   readonly insert: (owner: string, plant: Plant, slot: number) => Promise<'inserted' | 'slot-taken' | 'taken'>;

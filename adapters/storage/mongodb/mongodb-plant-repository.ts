@@ -24,7 +24,7 @@ export interface MongoOptions {
   readonly logger: Logger;
   /** How often a running service checks that the unique indexes are still there (30 s). */
   readonly indexRecheckMs?: number;
-  /** Heap bytes for what the process remembers of owners' slots (MONGODB_SLOTS_MEMORY_BYTES, 64 MiB). */
+  /** Bytes of memory for what the process remembers of owners' slots (MONGODB_SLOTS_MEMORY_BYTES, 64 MiB). */
   readonly slotCacheBytes?: number;
   /** How long a look that found no outside plant is trusted (quota.ts, RULE 1; see `lookTtlFor`). */
   readonly lookTtlMs?: number;

@@ -3,9 +3,9 @@
  * N owners new to one adapter instance (20,000 by default) each create one plant, K at once (16), at the default
  * quota (10,000), with `MONGODB_SLOTS_MEMORY_BYTES` at BYTES (4 MiB): what the process holds of owners must stay
  * within the budget, whatever the number of owners it meets. A create answered 503 is retried after 250 ms (a slow
- * store's look outlives the request, as a client would see it). Prints, every tenth of the run, the heap in use after
- * a full GC over the heap after the warm-up (the pool's connections open), and at the end the time, the 503s and the
- * commands a create sent. Each new owner's first create glances at its highest slot: one index key on MongoDB, a scan
+ * store's look outlives the request, as a client would see it). Prints, after every tenth of the run (no request in
+ * flight), the heap and array buffers in use after a full GC over those after the warm-up, and at the end the time,
+ * the 503s and the commands a create sent. Each new owner's first create glances at its highest slot: one index key on MongoDB, a scan
  * of the whole collection on FerretDB/SQLite, which has no pushdown for `owner` (docs/storage.md).
  */
 import { pino } from 'pino';

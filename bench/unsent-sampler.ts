@@ -7,13 +7,16 @@
  */
 import { appendFileSync } from 'node:fs';
 import { subscribe } from 'node:diagnostics_channel';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { edges } from '../adapters/http/server/exchange.js';
+import { edgeOf } from '../adapters/http/server/exchange.js';
 
 const file = process.env['UNSENT_SAMPLES'] ?? '';
 const sockets = new Set<Socket>();
+let lastRequest: IncomingMessage | undefined;
 subscribe('http.server.request.start', (message) => {
-  const { socket } = message as { socket: Socket };
+  const { socket, request } = message as { socket: Socket; request: IncomingMessage };
+  lastRequest = request;
   if (sockets.has(socket)) return;
   sockets.add(socket);
   socket.once('close', () => sockets.delete(socket));
@@ -25,11 +28,8 @@ setInterval(() => {
   const gc = tick % 10 === 0 && collect !== undefined;
   if (gc) collect();
   let streams = 0;
-  let unsent = 0;
-  for (const socket of sockets) {
-    streams += socket.writableLength;
-    unsent = edges.get(socket)?.unsent.held() ?? unsent;
-  }
+  const unsent = lastRequest === undefined ? 0 : (edgeOf(lastRequest)?.unsent.held() ?? 0);
+  for (const socket of sockets) streams += socket.writableLength;
   const at = Math.round(performance.now());
   appendFileSync(
     file,

@@ -1,8 +1,12 @@
-import type { Server } from 'node:http';
 import { createHttpApp, PROBES, type HttpSettings } from '../adapters/http/api/app.js';
 import { exactDispatch } from '../adapters/http/api/exact-dispatch.js';
-import { boundedMethods } from '../adapters/http/server/metrics.js';
-import { createHttpServer, defaultServerLimits, type ServerLimits } from '../adapters/http/server/server.js';
+import { boundedMethods } from '../adapters/http/metrics-listener.js';
+import {
+  createHttpServer,
+  defaultServerLimits,
+  type EdgeServer,
+  type ServerLimits,
+} from '../adapters/http/server/server.js';
 import type { Application } from '../application/application.js';
 import type { Logger } from '../application/ports/logger.js';
 import type { PlantRepository } from '../application/ports/plant-repository.js';
@@ -46,7 +50,7 @@ const buildApplication = (ports: Ports & ApplicationSettings): Application => ({
 export const buildApp = (
   deps: Ports & ApplicationSettings & HttpSettings,
   limits: ServerLimits = defaultServerLimits,
-): Server => {
+): EdgeServer => {
   const metrics = deps.metrics === undefined ? undefined : boundedMethods(deps.metrics);
   const http = createHttpApp(buildApplication(deps), { ...deps, ...(metrics === undefined ? {} : { metrics }) });
   return createHttpServer(exactDispatch(http), {
@@ -55,5 +59,6 @@ export const buildApp = (
     refused: metrics?.refused,
     cors: deps.cors,
     probes: PROBES,
+    bodyLimit: deps.bodyLimit,
   });
 };

@@ -105,6 +105,7 @@ const loadServerLimits = (env: Env): ServerLimitsConfig => {
     maxConnections: get(env, variables.MAX_CONNECTIONS),
     maxPipelinedRequests: get(env, variables.MAX_PIPELINED_REQUESTS),
     maxHeaderSize: get(env, variables.MAX_HEADER_SIZE),
+    maxHeaderFields: get(env, variables.MAX_HEADER_FIELDS),
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: get(env, variables.KEEP_ALIVE_TIMEOUT_MS),

@@ -5,8 +5,8 @@ import { onStopSignal } from './signals.js';
 import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { corsPolicy } from '../adapters/http/server/cors.js';
-import { defaultServerLimits, drain, requestsInFlight } from '../adapters/http/server/server.js';
-import { metricsServer } from '../adapters/http/server/metrics.js';
+import { defaultServerLimits, type EdgeServer } from '../adapters/http/server/server.js';
+import { metricsServer } from '../adapters/http/metrics-listener.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
 import {
   backendObserver,
@@ -113,8 +113,8 @@ const main = async (): Promise<void> => {
   const logger = createLogger(config);
   logger.info({ storage: config.storage.kind, auth: config.auth.kind }, 'starting');
 
-  let api: Server | undefined;
-  const inFlight = () => (api === undefined ? 0 : requestsInFlight(api));
+  let api: EdgeServer | undefined;
+  const inFlight = () => api?.inFlight() ?? 0;
   const tracing =
     config.tracing === undefined ? undefined : await startTracing(config.tracing, config, serviceVersion(), logger);
   const metrics = serviceMetrics({
@@ -147,7 +147,7 @@ const main = async (): Promise<void> => {
     if (api !== undefined && serving) {
       const server = api;
       // Keep-alive connections go as soon as they are idle; whatever is still busy at the bound is cut.
-      const closed = drain(server).then(() => true);
+      const closed = server.drain().then(() => true);
       const drained = (await within(closed, left())) === true;
       if (drained) logger.info({}, 'in-flight requests finished');
       else {

@@ -79,6 +79,7 @@ export const variables = named({
   MAX_CONNECTIONS: int(1, 1_000_000, limits.maxConnections, '1000'),
   MAX_PIPELINED_REQUESTS: int(1, 1000, limits.maxPipelinedRequests, '16'),
   MAX_HEADER_SIZE: int(8192, 1024 * 1024, limits.maxHeaderSize, '16384'),
+  MAX_HEADER_FIELDS: int(16, 2000, limits.maxHeaderFields, '100'),
   HEADERS_TIMEOUT_MS: int(100, 600_000, limits.headersTimeoutMs, '10000'),
   REQUEST_TIMEOUT_MS: int(100, 3_600_000, limits.requestTimeoutMs, '30000'),
   KEEP_ALIVE_TIMEOUT_MS: int(100, 600_000, limits.keepAliveTimeoutMs, '5000'),

@@ -341,7 +341,7 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
-    /** @description Any other failure, with `error` equal to the status. 500: an unexpected fault; the body is exactly {"error":500,"message":"internal error"}. Found before the request reached the operation, each closing the connection: 400 malformed HTTP (a bad request line or header, two Content-Length values, bad chunked framing, HTTP/1.1 without exactly one Host); 408 the headers (HEADERS_TIMEOUT_MS) or the whole request (REQUEST_TIMEOUT_MS) did not arrive in time, and the request is not processed; 417 an Expect header other than 100-continue; 431 the request line and headers pass MAX_HEADER_SIZE bytes; 501 a method this server does not implement; 505 an HTTP version other than 1.0 and 1.1. */
+    /** @description Any other failure, with `error` equal to the status. 500: an unexpected fault; the body is exactly {"error":500,"message":"internal error"}. Found before the request reached the operation, each closing the connection: 400 malformed HTTP (a bad request line or header, two Content-Length values, bad chunked framing, HTTP/1.1 without exactly one Host); 408 the headers (HEADERS_TIMEOUT_MS) or the whole request (REQUEST_TIMEOUT_MS) did not arrive in time, and the request is not processed; 417 an Expect header other than 100-continue; 431 the request line and headers pass MAX_HEADER_SIZE bytes or MAX_HEADER_FIELDS fields; 501 a method this server does not implement; 505 an HTTP version other than 1.0 and 1.1. */
     OtherFailure: {
       headers: {
         'X-Request-Id': components['headers']['X-Request-Id'];

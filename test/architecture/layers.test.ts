@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 /**
  * The hexagon's rules, checked on the TypeScript sources: the domain depends on nothing but fp-ts and io-ts; the
  * application on the domain and those two; adapters never on bootstrap; the HTTP machinery (adapters/http/server)
- * never on the API above it (adapters/http/api); no production code on tests.
+ * never on the API above it (adapters/http/api); no production code on tests; no import cycle.
  */
 const PURE_PACKAGES = '^node_modules/(fp-ts|io-ts)/';
 const rules: IForbiddenRuleType[] = [
@@ -63,6 +63,13 @@ const rules: IForbiddenRuleType[] = [
     comment: 'bench/ and test/ share harness/ (the servers they start), never each other',
     from: { path: '^bench/' },
     to: { path: '^test/' },
+  },
+  {
+    name: 'no-import-cycles',
+    severity: 'error',
+    comment: 'no module reaches itself through its imports, type-only ones included: each room reads one way',
+    from: {},
+    to: { circular: true },
   },
   {
     name: 'production-code-does-not-import-tests',
@@ -167,6 +174,22 @@ test('the rules catch one adapter importing another, the HTTP edge importing a p
       [...violations].sort(),
       [...expected].sort(),
       'exactly these, and none for the logger or within one adapter',
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the rules catch an import cycle, also through type-only imports', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'layers-'));
+  try {
+    mkdirSync(join(dir, 'adapters/http'), { recursive: true });
+    writeFileSync(join(dir, 'adapters/http/a.ts'), "import type { B } from './b.js';\nexport type A = B | 1;\n");
+    writeFileSync(join(dir, 'adapters/http/b.ts'), "import { type A } from './a.js';\nexport type B = A | 2;\n");
+    const { violations } = await violationsIn(dir, ['adapters']);
+    assert.ok(
+      violations.some((v) => v.startsWith('no-import-cycles: adapters/http/')),
+      violations.join('\n'),
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

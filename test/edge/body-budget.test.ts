@@ -1,15 +1,17 @@
 import { connect, type Socket } from 'node:net';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { countedBytes } from '../../adapters/http/server/body.js';
 import { startService, type Service } from '../support/http.js';
-import { runNode } from '../support/process.js';
+import { rssOf, runNode } from '../support/process.js';
 import { eventually } from '../support/wait.js';
 import { assertContractFailure, logLineOf, openWire, type Wire } from './wire.js';
 
 /**
  * The request-body bytes held in memory are bounded in total (MAX_BODY_BYTES), not only per request (BODY_LIMIT): a
  * body that would pass the total is refused with 503 before it is read further, and what a body held is given back
- * once it has been read.
+ * once it has been read. Each body counts for what it makes the process hold (`countedBytes`), so that the bound holds
+ * as RSS.
  */
 const test = suite('edge: request bodies being read are bounded in total');
 
@@ -33,7 +35,7 @@ const admitted = async (svc: Service, body: string): Promise<Wire> => {
 };
 
 test('past MAX_BODY_BYTES held by bodies being read, another body is 503 with Retry-After before it is read, and it is logged', async () => {
-  const svc = await startService({ bodyLimit: MiB }, { maxBodyBytes: 2 * MiB });
+  const svc = await startService({ bodyLimit: MiB }, { maxBodyBytes: 2 * countedBytes(MiB) });
   const wires: Wire[] = [];
   try {
     const bodies = [plantOf(1, MiB), plantOf(2, MiB)];
@@ -92,7 +94,7 @@ test('a chunked body is counted as it arrives: past the total, 503 before more o
   }
 });
 
-test('with a 16 MiB BODY_LIMIT, of 12 bodies sent but for their last byte MAX_BODY_BYTES (64 MiB) holds 4 and refuses 8', async () => {
+test('with a 16 MiB BODY_LIMIT, of 12 bodies sent but for their last byte MAX_BODY_BYTES (64 MiB) holds 3, refuses 9, and RSS grows less than 64 MiB', async () => {
   const TOKEN = 'body-budget-token';
   const proc = runNode('bootstrap/main.js', {
     PORT: '0',
@@ -103,6 +105,10 @@ test('with a 16 MiB BODY_LIMIT, of 12 bodies sent but for their last byte MAX_BO
   const sockets: Socket[] = [];
   try {
     const port = Number((await proc.waitFor(/"port":(\d+)/))[1]);
+    const pid = proc.child.pid as number;
+    const before = rssOf(pid);
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 20).unref();
     const body = Buffer.from(plantOf(1, 16 * MiB));
     const answers: string[] = [];
     for (let i = 0; i < 12; i++) {
@@ -122,15 +128,20 @@ test('with a 16 MiB BODY_LIMIT, of 12 bodies sent but for their last byte MAX_BO
         socket.write(body.subarray(0, body.length - 1));
       });
     }
-    // Each body's declared length is taken from the total before it is read: 4 fit in 64 MiB, the other 8 are told to
-    // retry at once, and the 4 held wait for their last byte (no answer).
-    await eventually('8 bodies refused', () => answers.length >= 8, { timeoutMs: 60_000 });
+    // Each body's declared length is taken from the total before it is read: 3 fit in 64 MiB, the other 9 are told to
+    // retry at once, and the 3 held wait for their last byte (no answer).
+    await eventually('9 bodies refused', () => answers.length >= 9, { timeoutMs: 60_000 });
     assert.equal(
       answers,
-      Array.from({ length: 8 }, () => 'HTTP/1.1 503 Service Unavailable'),
+      Array.from({ length: 9 }, () => 'HTTP/1.1 503 Service Unavailable'),
     );
+    // The 3 held bodies have all but their last byte in.
+    await eventually('3 bodies held', () => rssOf(pid) - before > 3 * 15 * MiB, { timeoutMs: 60_000 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    clearInterval(sampler);
+    assert.ok(peak - before < 64 * MiB, `RSS grew ${((peak - before) / MiB).toFixed(1)} MiB`);
     assert.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
-    assert.is(answers.length, 8, 'the 4 bodies held are still being read');
+    assert.is(answers.length, 9, 'the 3 bodies held are still being read');
   } finally {
     for (const socket of sockets) socket.destroy();
     proc.child.kill('SIGKILL');

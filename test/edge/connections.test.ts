@@ -1,7 +1,7 @@
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import pino from 'pino';
 import * as assert from 'uvu/assert';
-import { createHttpServer, defaultServerLimits, drain } from '../../adapters/http/server/server.js';
+import { createHttpServer, defaultServerLimits } from '../../adapters/http/server/server.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import { aPlant, right } from '../support/fixtures.js';
 import { startService, type Service } from '../support/http.js';
@@ -194,7 +194,7 @@ test('a request already sent on a connection accepted as the shutdown begins is 
     logger: pino({ level: 'silent' }),
     limits: defaultServerLimits,
   });
-  server.on('connection', () => setImmediate(() => void drain(server)));
+  server.on('connection', () => setImmediate(() => void server.drain()));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const received = await new Promise<string>((resolve) => {
@@ -243,6 +243,25 @@ test('a client that stops reading its responses is closed after IDLE_TIMEOUT_MS'
     // It was closed while it was not reading: what it still reads ends early.
     await wire.closed(5000);
     assert.ok(wire.responses().length < 16, `${wire.responses().length} of 16 responses read`);
+  } finally {
+    wire.destroy();
+    await svc.close();
+  }
+});
+
+test('a connection whose response is stuck unread is closed within 1.1 times IDLE_TIMEOUT_MS of its last byte moving', async () => {
+  const svc = await startService({}, { idleTimeoutMs: 2000 });
+  const wire = await openWire(svc.port);
+  try {
+    wire.socket.pause();
+    // 1.7 MB each: more than the socket buffers of a client that never reads take.
+    wire.write('GET /docs/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(8));
+    const port = wire.socket.localPort as number;
+    const sent = performance.now();
+    await eventually('the server closes the connection', () => !svc.holds(port), { timeoutMs: 10_000 });
+    const after = performance.now() - sent;
+    // The kernel takes what fits within a few milliseconds of the request; from then on nothing moves.
+    assert.ok(after >= 2000 && after < 2200 + 100, `closed ${Math.round(after)} ms after the request`);
   } finally {
     wire.destroy();
     await svc.close();

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { metricsServer } from '../../adapters/http/server/metrics.js';
+import { metricsServer } from '../../adapters/http/metrics-listener.js';
 import { defaultServerLimits } from '../../adapters/http/server/server.js';
 import { serviceMetrics } from '../../adapters/observability/metrics.js';
 import { parseExposition } from '../support/prometheus-text.js';

@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { renderedOncePerTurn } from '../../adapters/http/server/metrics.js';
+import { renderedOncePerTurn } from '../../adapters/http/metrics-listener.js';
 import { startService } from '../support/http.js';
 import { eventually } from '../support/wait.js';
 import { openWire } from './wire.js';

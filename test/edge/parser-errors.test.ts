@@ -87,6 +87,13 @@ it('headers over MAX_HEADER_SIZE are 431', async (svc) => {
   assert.match(res.body, /8192 bytes/);
 });
 
+it('a request of more than MAX_HEADER_FIELDS (100) header fields is 431; one of 100 is served', async (svc) => {
+  const fields = (n: number) => Array.from({ length: n }, (_, i) => `x-${i}: 1\r\n`).join('');
+  const res = await expectFailure(svc, `GET /healthz HTTP/1.1\r\nHost: x\r\n${fields(100)}\r\n`, 431, /HEADER_FIELDS/);
+  assert.match(res.body, /at most 100 header fields/);
+  assert.is((await exchange(svc.port, `GET /healthz HTTP/1.1\r\nHost: x\r\n${fields(99)}\r\n`)).status, 200);
+});
+
 it('an expectation other than 100-continue is 417', async (svc) => {
   await expectFailure(svc, 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n', 417);
 });

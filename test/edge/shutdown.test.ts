@@ -1,9 +1,9 @@
-import { Agent, request, type Server } from 'node:http';
+import { Agent, request } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import pino from 'pino';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createHttpServer, defaultServerLimits, drain } from '../../adapters/http/server/server.js';
+import { createHttpServer, defaultServerLimits } from '../../adapters/http/server/server.js';
 import { eventually } from '../support/wait.js';
 
 /**
@@ -46,7 +46,7 @@ const client = async (port: number, agent: Agent | false, accepted: Set<number>,
 };
 
 test('a shutdown under steady keep-alive and new-connection traffic answers every request on every accepted connection', async () => {
-  const server: Server = createHttpServer((_req, res) => res.end('ok'), {
+  const server = createHttpServer((_req, res) => res.end('ok'), {
     logger: pino({ level: 'silent' }),
     limits: defaultServerLimits,
   });
@@ -62,7 +62,7 @@ test('a shutdown under steady keep-alive and new-connection traffic answers ever
     ...Array.from({ length: NEW_CONNECTIONS }, () => client(port, false, accepted, lost)),
   ];
   await eventually('the traffic is flowing', () => accepted.size >= 100, { timeoutMs: 60_000 });
-  await drain(server);
+  await server.drain();
   const answered = (await Promise.all(clients)).reduce((a, b) => a + b, 0);
   assert.equal(lost, [], `${lost.length} lost (${answered} answered on ${accepted.size} connections)`);
 });

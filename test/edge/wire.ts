@@ -25,7 +25,7 @@ export interface Wire {
 const noBody = (status: number) => (status >= 100 && status < 200) || status === 204 || status === 304;
 
 /** Parses as many complete responses as `data` holds (Content-Length or chunked bodies). */
-const parseResponses = (data: Buffer): WireResponse[] => {
+export const parseResponses = (data: Buffer): WireResponse[] => {
   const out: WireResponse[] = [];
   let at = 0;
   for (;;) {

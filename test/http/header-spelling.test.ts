@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryRateLimiter } from '../../adapters/rate-limit/memory/memory-rate-limiter.js';
 import { serviceMetrics } from '../../adapters/observability/metrics.js';
-import { metricsServer } from '../../adapters/http/server/metrics.js';
+import { metricsServer } from '../../adapters/http/metrics-listener.js';
 import { defaultServerLimits } from '../../adapters/http/server/server.js';
 import { downRepository } from '../support/fakes.js';
 import { startService, type Service } from '../support/http.js';

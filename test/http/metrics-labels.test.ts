@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { HttpMetrics } from '../../adapters/http/server/metrics.js';
+import type { HttpMetrics } from '../../adapters/http/metrics-listener.js';
 import { rawRequest, startService } from '../support/http.js';
 
 /**

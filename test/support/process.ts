@@ -119,3 +119,7 @@ export const processesInGroup = (pgid: number): string[] => {
   }
   return found;
 };
+
+/** The resident memory of a process (Linux: /proc), in bytes. */
+export const rssOf = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;

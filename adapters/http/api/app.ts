@@ -17,7 +17,7 @@ import {
   openApiHandler,
   readinessHandler,
 } from './handlers/operational.js';
-import { renderedOncePerTurn, type HttpMetrics, type MetricsExposition } from '../server/metrics.js';
+import { renderedOncePerTurn, type HttpMetrics, type MetricsExposition } from '../metrics-listener.js';
 import { REQUEST_ID } from '../server/request-id.js';
 import { openApiDocument } from './openapi.js';
 import { authorizer } from './pipeline.js';

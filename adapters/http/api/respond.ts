@@ -7,7 +7,7 @@ import { rejectionReason } from './auth-log.js';
 import { answerFailure, logRequest, responseFields, type Edge, type RequestLine } from '../server/answer.js';
 import type { CorsPolicy } from '../server/cors.js';
 import { rateLimitHeaders, toResponse, type Failure } from './failures.js';
-import type { HttpMetrics } from '../server/metrics.js';
+import type { HttpMetrics } from '../metrics-listener.js';
 import { requestIdFrom } from '../server/request-id.js';
 import type { RequestTrace } from './request-tracing.js';
 

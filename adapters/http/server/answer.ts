@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { CorsPolicy } from './cors.js';
-import { edges } from './exchange.js';
+import { edgeOf } from './exchange.js';
 
 /** A failure as it goes over the wire (api/respond.ts's and server.ts's): status, Error message, header fields. */
 export interface FailureResponse {
@@ -78,16 +78,16 @@ export const answerFailure = (
   line: Omit<RequestLine, 'reqId' | 'status'>,
 ): number => {
   const body = JSON.stringify({ error: status, message });
-  let fields = headers;
-  if ('writeHead' in to && headers?.['Connection'] === 'close' && bodyMayFollow(to.req)) {
-    // The body may still be coming: on `Connection: close` Node closes at once and the kernel resets the connection
-    // as more arrives, taking the answer with it. So the field is left out and the connection lingers (connections.ts).
-    const { Connection: _close, ...kept } = headers;
-    fields = kept;
-    if (to.socket !== null) edges.get(to.socket)?.closeAfter(to);
+  const fields = responseFields(edge, asker, headers, body);
+  if (!('writeHead' in to)) frame(to, status, fields, body);
+  else {
+    to.writeHead(status, fields);
+    const closing = headers?.['Connection'] === 'close';
+    const server = closing && bodyMayFollow(to.req) ? edgeOf(to.req) : undefined;
+    // The body may still be coming: closed now, the connection would be reset as more arrives, taking the answer.
+    if (server !== undefined) server.endAfterBody(to, body);
+    else to.end(body);
   }
-  if ('writeHead' in to) to.writeHead(status, responseFields(edge, asker, fields, body)).end(body);
-  else frame(to, status, responseFields(edge, asker, fields, body), body);
   logRequest(edge.logger, { reqId: asker.id, ...line, status });
   return status;
 };

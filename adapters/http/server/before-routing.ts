@@ -5,6 +5,7 @@ import type { ServerLimits } from './server-limits.js';
 export type ParserError = Error & { readonly code?: string; readonly reason?: unknown };
 
 const NOT_PRINTABLE = /[^\x20-\x7e]/g;
+const TARGET = 'the request target must be a path or an absolute http(s) URI';
 
 /** The origin-form of an absolute-form target (`http://host:port/path?query`, RFC 9112 §3.2.2), if valid. */
 export const originForm = (target: string): string | undefined => {
@@ -41,8 +42,7 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
   if (hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1)) {
     return { reason: 'send exactly one Host header', code: 'HOST' };
   }
-  const host = req.headers.host ?? '';
-  if (hosts === 1 && host !== lastHost && !isHost(host)) {
+  if (hosts === 1 && !isHost(req.headers.host ?? '')) {
     return { reason: 'the Host header must be a host name or address, with an optional port', code: 'HOST' };
   }
   if (authorizations > 1) return { reason: 'send at most one Authorization header', code: 'AUTHORIZATION' };
@@ -62,14 +62,7 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
 
 /** RFC 9110 §7.2's `Host = uri-host [ ":" port ]`, or empty (RFC 9112 §3.2); linear: one way to match each char. */
 const HOST = /^(?:\[[0-9A-Za-z._~!$&'()*+,;=:-]+\]|(?:[0-9A-Za-z._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
-let lastHost = '';
-export const isHost = (value: string): boolean => {
-  // Clients send the same Host on every request: the last valid one skips the match.
-  if (value === lastHost) return true;
-  if (!HOST.test(value)) return false;
-  lastHost = value;
-  return true;
-};
+export const isHost = (value: string): boolean => HOST.test(value);
 
 /** The answer to a parser error; undefined for socket errors, which cannot be answered. */
 export const parserFailure = (err: ParserError, limits: ServerLimits): FailureResponse | undefined => {
@@ -92,4 +85,30 @@ export const parserFailure = (err: ParserError, limits: ServerLimits): FailureRe
       return malformed(reason === '' ? 'malformed HTTP/1.1' : `malformed HTTP/1.1 (${reason})`);
     }
   }
+};
+
+/** What dispatch refuses before the app, with its log code. */
+export const refusalOf = (
+  req: IncomingMessage,
+  limits: ServerLimits,
+  expectationFailed: boolean,
+): { readonly failure: FailureResponse; readonly code: string } | undefined => {
+  if (req.httpVersionMajor !== 1) return { failure: VERSION_NOT_SUPPORTED, code: 'HTTP_VERSION' };
+  // Node keeps at most maxHeadersCount (one more than the bound) fields: one more than the bound is too many.
+  if (req.rawHeaders.length > 2 * limits.maxHeaderFields) {
+    const failure = refusal(431, `headers: send at most ${limits.maxHeaderFields} header fields`);
+    return { failure, code: 'HEADER_FIELDS' };
+  }
+  const bad = badFields(req);
+  if (bad) return { failure: malformed(bad.reason), code: bad.code };
+  if (expectationFailed) {
+    return { failure: refusal(417, 'expect: only "100-continue" is supported'), code: 'EXPECTATION' };
+  }
+  const url = req.url ?? '/';
+  if (url[0] !== '/' && url !== '*') {
+    const origin = originForm(url);
+    if (origin === undefined) return { failure: malformed(TARGET), code: 'REQUEST_TARGET' };
+    req.url = origin;
+  }
+  return undefined;
 };

@@ -6,6 +6,8 @@ export interface ServerLimits {
   readonly maxConnections: number;
   readonly maxPipelinedRequests: number;
   readonly maxHeaderSize: number;
+  /** Header fields of one request (Node keeps one more and drops the rest; one more is 431). */
+  readonly maxHeaderFields: number;
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
@@ -22,6 +24,7 @@ export const defaultServerLimits: ServerLimits = {
   maxConnections: 1000,
   maxPipelinedRequests: 16,
   maxHeaderSize: 16384,
+  maxHeaderFields: 100,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,

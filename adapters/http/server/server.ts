@@ -1,13 +1,16 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { Server as NetServer, type Socket } from 'node:net';
+import { Server, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
-import { answerFailure, malformed, refusal, VERSION_NOT_SUPPORTED, type Edge, type FailureResponse } from './answer.js';
-import { badFields, originForm, parserFailure, type ParserError } from './before-routing.js';
-import { linger, newConnection, type Connection } from './connections.js';
+import { answerFailure, logRequest, refusal, type Edge, type FailureResponse } from './answer.js';
+import { parserFailure, refusalOf, type ParserError } from './before-routing.js';
+import { readEarly } from './body.js';
+import { closeIdle, endAfterBody, linger, newConnection, type Connection } from './connections.js';
 import type { CorsPolicy } from './cors.js';
-import { byteBudget, edges, expectsContinueOnly } from './exchange.js';
+import { byteBudget, EdgeRequest, expectsContinueOnly, type ServerEdge } from './exchange.js';
 import { requestIdFrom } from './request-id.js';
 import { checkingInterval, type ServerLimits } from './server-limits.js';
+import { shutdown, type Shutdown } from './shutdown.js';
+import { turns, type Turns } from './turns.js';
 import { EdgeResponse, unsentBound } from './unsent.js';
 
 export { defaultServerLimits, type ServerLimits } from './server-limits.js';
@@ -23,210 +26,133 @@ export interface HttpServerDeps {
   readonly cors?: CorsPolicy | undefined;
   /** Paths answered in a few bytes (probes): begun even past the unsent bound, never held behind unread responses. */
   readonly probes?: readonly string[];
+  /** The largest request body a route reads (BODY_LIMIT): what a request that waits its turn may have read early. */
+  readonly bodyLimit?: number;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** How long a connection that owes nothing must read nothing, during a shutdown, to be closed. */
-const SWEEP_MS = 100;
-const TARGET = 'the request target must be a path or an absolute http(s) URI';
+/** node:http's server with what the edge adds: a shutdown that loses no request read, and the requests in flight. */
+export class EdgeServer extends Server<typeof IncomingMessage, typeof ServerResponse> {
+  readonly #controls: { readonly drain: () => Promise<void>; readonly inFlight: () => number };
+  constructor(
+    options: ServerOptions<typeof IncomingMessage, typeof ServerResponse>,
+    controls: { readonly drain: () => Promise<void>; readonly inFlight: () => number },
+  ) {
+    super(options);
+    this.#controls = controls;
+  }
+  /** Stops accepting and resolves once every connection is gone, every request read answered (shutdown.ts). */
+  drain(): Promise<void> {
+    return this.#controls.drain();
+  }
+  /** Requests received and not yet answered or cut (their response has not closed, or they wait their turn). */
+  inFlight(): number {
+    return this.#controls.inFlight();
+  }
+}
 
-const inFlightOf = new WeakMap<Server, { count: number }>();
-const drainOf = new WeakMap<Server, () => Promise<void>>();
+/** What the units of one server share: its connections, its refusals, its turns and its shutdown. */
+interface EdgeState {
+  readonly logger: Logger;
+  readonly limits: ServerLimits;
+  readonly connections: Map<Socket, Connection>;
+  readonly inFlight: { count: number };
+  /** Answers a refusal on the request's response, or on the bare socket when Node has none, and counts it. */
+  readonly refuse: (
+    to: ServerResponse | Socket,
+    req: IncomingMessage | undefined,
+    f: FailureResponse,
+    code: string,
+  ) => void;
+  /** A refusal of a request that was read, in the next turn: a body that came in the same read is parsed by then. */
+  readonly answer: (
+    conn: Connection,
+    req: IncomingMessage,
+    res: ServerResponse,
+    f: FailureResponse,
+    code: string,
+  ) => void;
+  /** A request read that will not be answered (its connection closes): logged as nginx's 499, with its reason. */
+  readonly unanswered: (req: IncomingMessage, code: string) => void;
+}
 
-/**
- * Shuts a server from createHttpServer down without losing a request it has read: no new connection, every response
- * from now on says `Connection: close`, and a connection that owes nothing and read nothing for `SWEEP_MS` is closed.
- * Resolves once every connection is gone. Not `server.close()`: on Node 26 it closes at once a connection just
- * accepted whose request is still unread in the kernel.
- */
-export const drain = (server: Server): Promise<void> =>
-  drainOf.get(server)?.() ?? new Promise((resolve) => server.close(() => resolve()));
-
-/** Requests received by a server from createHttpServer and not yet answered or cut (their response has not closed). */
-export const requestsInFlight = (server: Server): number => inFlightOf.get(server)?.count ?? 0;
+const edgeState = (deps: HttpServerDeps): EdgeState => {
+  const { logger, refused, cors } = deps;
+  const edge: Edge = { logger, cors };
+  const refuse: EdgeState['refuse'] = (to, req, f, code) => {
+    const asker = { id: requestIdFrom(req?.headers['x-request-id']), origin: req?.headers.origin };
+    const status = answerFailure(edge, to, asker, f, { method: req?.method, code });
+    refused?.(req?.method, status);
+  };
+  return {
+    logger,
+    limits: deps.limits,
+    connections: new Map(),
+    inFlight: { count: 0 },
+    refuse,
+    answer: (conn, req, res, f, code) => {
+      conn.closing = true;
+      setImmediate(() => refuse(res, req, f, code));
+    },
+    unanswered: (req, code) =>
+      logRequest(logger, { reqId: requestIdFrom(req.headers['x-request-id']), method: req.method, status: 499, code }),
+  };
+};
 
 /**
  * The node:http server around `handler` with every limit set; a failure below the app answers in the contract's shape
- * and closes the connection. A client holds at most `maxConnections` connections, `maxPipelinedRequests` unanswered
- * requests and one response on each, and in total `maxUnsentBytes` unread and `maxBodyBytes` of bodies being read.
+ * and closes the connection. What a client can make the process hold, and where each bound is kept, is the table in
+ * docs/operations.md: connections (maxConnections), requests waiting their turn (maxPipelinedRequests, turns.ts),
+ * header fields (maxHeaderSize, maxHeaderFields), body bytes (body.ts, maxBodyBytes), unsent bytes (unsent.ts).
  */
-export const createHttpServer = (handler: Handler, deps: HttpServerDeps): Server => {
-  const { logger, limits, refused, cors, probes = [] } = deps;
-  const server = createServer({
-    maxHeaderSize: limits.maxHeaderSize,
-    headersTimeout: limits.headersTimeoutMs,
-    requestTimeout: limits.requestTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    connectionsCheckingInterval: checkingInterval(limits),
-    // Checked here instead, so that the 400 carries the Error body.
-    requireHostHeader: false,
-    ServerResponse: EdgeResponse,
-  });
-  server.maxConnections = limits.maxConnections;
-  server.timeout = limits.idleTimeoutMs;
-  // Node silently drops the headers beyond 2000 by default; maxHeaderSize bounds them instead.
-  server.maxHeadersCount = 0;
-  const inFlight = { count: 0 };
-  inFlightOf.set(server, inFlight);
-
-  const connections = new Map<Socket, Connection>();
-  const connectionOf = (socket: Socket): Connection => connections.get(socket) ?? newConnection();
-  let draining = false;
-  drainOf.set(server, () => {
-    draining = true;
-    const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
-    for (const conn of connections.values()) {
-      for (const res of [conn.serving, ...conn.waiting.map((w) => w.res)]) {
-        if (res !== undefined && !res.headersSent) res.setHeader('Connection', 'close');
-      }
-    }
-    // In the check phase, after the turn's poll: what the kernel holds for a connection has been read by then.
-    const look = (): void => {
-      for (const [socket, conn] of connections) {
-        if (conn.unanswered === 0 && socket.bytesRead === conn.sweptAt) socket.destroy();
-        conn.sweptAt = socket.bytesRead;
-      }
-    };
-    const sweep = setInterval(() => setImmediate(look), SWEEP_MS).unref();
-    return closed.finally(() => clearInterval(sweep));
-  });
-
-  const edge: Edge = { logger, cors };
-  /** Answers a refusal on the request's response, or on the bare socket when Node has none, and counts it. */
-  const refuse = (
-    to: ServerResponse | Socket,
-    req: IncomingMessage | undefined,
-    failure: FailureResponse,
-    code: string,
-  ): void => {
-    const asker = { id: requestIdFrom(req?.headers['x-request-id']), origin: req?.headers.origin };
-    const status = answerFailure(edge, to, asker, failure, { method: req?.method, code });
-    refused?.(req?.method, status);
-  };
-
-  /** A refusal of a request that was read, in the next turn: a body that came in the same read is parsed by then. */
-  const answer = (req: IncomingMessage, res: ServerResponse, failure: FailureResponse, code: string): void => {
-    connectionOf(req.socket).closing = true;
-    setImmediate(() => refuse(res, req, failure, code));
-  };
-
-  /**
-   * One response per connection at a time: the next request read on it is handed on once this response has closed
-   * (the kernel took all of it), so a client that does not read holds one response, however many it pipelined.
-   * Requests that waited are served one per turn of the event loop, after what that turn read: served back to back,
-   * hundreds of connections pipelining large pages would hold the loop for seconds. While the unsent bound is full,
-   * none is, and only probes are served straight from the parser: each response is counted before the next begins.
-   */
-  const queued: Array<() => void> = [];
-  let scheduled = false;
-  const schedule = (): void => {
-    if (scheduled || queued.length === 0 || unsent.full()) return;
-    scheduled = true;
-    setImmediate(serveQueued);
-  };
-  const serveQueued = (): void => {
-    scheduled = false;
-    if (!unsent.full()) queued.shift()?.();
-    schedule();
-  };
-  const serveLater = (req: IncomingMessage, res: ServerResponse, conn: Connection): void => {
-    conn.serving = res;
-    queued.push(() => void (req.socket.destroyed || handler(req, res)));
-    schedule();
-  };
+export const createHttpServer = (handler: Handler, deps: HttpServerDeps): EdgeServer => {
+  const { limits, probes = [], bodyLimit = 0 } = deps;
+  const state = edgeState(deps);
+  const { connections, inFlight } = state;
   const shut = (res: ServerResponse): void => {
-    if (res.socket === null) return;
-    connectionOf(res.socket).closing = true;
-    res.socket.destroy();
+    const conn = res.socket === null ? undefined : connections.get(res.socket);
+    if (conn !== undefined) conn.closing = true;
+    res.socket?.destroy();
   };
-  const unsent = unsentBound(limits, logger, shut, schedule);
-
-  // At most one request per connection and turn is served straight from the parser, the rest wait in the queue: a
-  // response can be done before Node parses the next request of the read (body.ts), so that they would not count.
-  let turn = 0;
-  let turnEnds = false;
-  const nextTurn = (): void => {
-    turn += 1;
-    turnEnds = false;
-  };
-
-  const dispatch = (req: IncomingMessage, res: ServerResponse, expectationFailed = false): void => {
-    const socket = req.socket;
-    const conn = connections.get(socket);
-    // Read after the connection began to close: not answered.
-    if (conn === undefined || conn.closing) return;
-    if (conn.unanswered >= limits.maxPipelinedRequests) {
-      conn.closing = true;
-      logger.warn(
-        { code: 'PIPELINE_LIMIT', limit: limits.maxPipelinedRequests },
-        'connection closed: too many pipelined requests unanswered',
-      );
-      socket.destroy();
-      return;
-    }
-    conn.unanswered += 1;
-    inFlight.count += 1;
-    // Closed (sent, or its connection gone): counted out, and the next waiting request is served.
-    res.once('close', () => {
-      conn.unanswered -= 1;
-      inFlight.count -= 1;
-      if (conn.serving !== res) return;
-      conn.serving = undefined;
-      const next = conn.waiting.shift();
-      if (next !== undefined) serveLater(next.req, next.res, conn);
-    });
-    conn.last = { req, res };
-    if (draining) res.setHeader('Connection', 'close');
-
-    if (req.httpVersionMajor !== 1) return answer(req, res, VERSION_NOT_SUPPORTED, 'HTTP_VERSION');
-    const bad = badFields(req);
-    if (bad) return answer(req, res, malformed(bad.reason), bad.code);
-    if (expectationFailed)
-      return answer(req, res, refusal(417, 'expect: only "100-continue" is supported'), 'EXPECTATION');
-    const url = req.url ?? '/';
-    if (url[0] !== '/' && url !== '*') {
-      const origin = originForm(url);
-      if (origin === undefined) return answer(req, res, malformed(TARGET), 'REQUEST_TARGET');
-      req.url = origin;
-    }
-    if (req.headers.upgrade !== undefined) {
-      // Nothing is upgraded to, and Node's parser drops what follows such a request: answered, then closed.
-      conn.closing = true;
-      res.setHeader('Connection', 'close');
-    }
-    if (conn.serving !== undefined) return void conn.waiting.push({ req, res });
-    if (!turnEnds) {
-      turnEnds = true;
-      setImmediate(nextTurn);
-    }
-    const waits = unsent.full() && !probes.includes((req.url ?? url).split('?', 1)[0] ?? '');
-    if (conn.servedInTurn === turn || waits) return serveLater(req, res, conn);
-    conn.servedInTurn = turn;
-    conn.serving = res;
-    handler(req, res);
-  };
-
-  const bodies = byteBudget(limits.maxBodyBytes);
-  const closeAfter = (res: ServerResponse): void => {
-    const socket = res.socket;
-    if (socket === null) return;
-    const conn = connectionOf(socket);
-    conn.closing = true;
-    res.once('finish', () => linger(socket, conn, limits));
-  };
-  server.on('connection', (socket: Socket) => {
-    const conn = newConnection();
-    connections.set(socket, conn);
-    edges.set(socket, { bodies, unsent, closeAfter });
-    socket.once('close', () => {
-      connections.delete(socket);
-      // Requests that waited behind a response never reached the app; Node emits no 'close' for their responses.
-      inFlight.count -= conn.waiting.length;
-      conn.waiting.length = 0;
-    });
+  const unsent = unsentBound(limits, state.logger, shut, () => queue.room());
+  const queue = turns(handler, unsent, (req, res) => {
+    if (req instanceof EdgeRequest && bodyLimit > 0) readEarly(req, res, bodyLimit);
   });
-
+  const serverEdge: ServerEdge = {
+    bodies: byteBudget(limits.maxBodyBytes),
+    unsent,
+    endAfterBody: (res, body) => endAfterBody(res, body, limits),
+  };
+  class Request extends EdgeRequest {
+    override get edge(): ServerEdge {
+      return serverEdge;
+    }
+  }
+  const server = new EdgeServer(
+    {
+      maxHeaderSize: limits.maxHeaderSize,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: checkingInterval(limits),
+      // Checked here instead, so that the 400 carries the Error body.
+      requireHostHeader: false,
+      IncomingMessage: Request,
+      ServerResponse: EdgeResponse,
+    },
+    { drain: () => down.drain(), inFlight: () => inFlight.count },
+  );
+  const down = shutdown(server, connections);
+  server.maxConnections = limits.maxConnections;
+  // Node keeps this many fields of a request and drops the rest: one more than the bound, so that it can be refused.
+  server.maxHeadersCount = limits.maxHeaderFields + 1;
+  const dispatch = dispatcher(state, queue, down, probes);
+  server.on('connection', (socket: Socket) => track(state, socket));
+  server.once(
+    'close',
+    closeIdle(connections, limits.idleTimeoutMs, (conn) => idle(state, conn)),
+  );
   server.on('request', dispatch);
   // `Expect: 100-continue` is served like any request, without Node's automatic `100 Continue`: body.ts sends it, so
   // a request refused before its body is read never invites the body. One that also asks for more is 417.
@@ -234,9 +160,84 @@ export const createHttpServer = (handler: Handler, deps: HttpServerDeps): Server
     dispatch(req, res, !expectsContinueOnly(req.headers.expect)),
   );
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, true));
+  server.on('clientError', clientErrors(state));
+  // CONNECT makes Node hand the socket over, parser detached; there is no tunnel here.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    socket.on('error', () => socket.destroy());
+    const conn = connections.get(socket) ?? newConnection(socket);
+    if (conn.unanswered > 0 || conn.closing) return void socket.destroy();
+    state.refuse(socket, req, refusal(501, `method ${req.method} is not supported by this server`), 'CONNECT');
+    linger(conn, limits);
+  });
+  reportDrops(server, state.logger, limits.maxConnections);
+  return server;
+};
 
-  server.on('clientError', (err: ParserError, socket: Socket) => {
-    const conn = connectionOf(socket);
+/** Keeps a connection's state while it is open; what it leaves unanswered when it closes is logged. */
+const track = ({ connections, inFlight, unanswered, logger }: EdgeState, socket: Socket): void => {
+  const conn = newConnection(socket);
+  connections.set(socket, conn);
+  socket.once('close', () => {
+    connections.delete(socket);
+    // Requests that waited behind a response never reached the app; Node emits no 'close' for their responses.
+    inFlight.count -= conn.waiting.length;
+    for (const { req } of conn.waiting.splice(0)) unanswered(req, 'CONNECTION_CLOSED');
+    if (conn.ignored > 0) {
+      logger.info(
+        { code: 'CLOSED_UNREAD', requests: conn.ignored },
+        'requests read after the connection began to close',
+      );
+    }
+  });
+};
+
+const idle = ({ logger, limits }: EdgeState, conn: Connection): void => {
+  conn.closing = true;
+  logger.info({ code: 'IDLE', timeoutMs: limits.idleTimeoutMs }, 'connection closed: no byte moved');
+};
+
+/** The server's 'request': counted, refused below the app when it must be, else served in its turn (turns.ts). */
+const dispatcher =
+  (state: EdgeState, queue: Turns, down: Shutdown, probes: readonly string[]) =>
+  (req: IncomingMessage, res: ServerResponse, expectationFailed = false): void => {
+    const { limits, inFlight } = state;
+    const conn = state.connections.get(req.socket);
+    if (conn === undefined) return;
+    if (conn.closing) return void (conn.ignored += 1);
+    if (conn.unanswered >= limits.maxPipelinedRequests) {
+      conn.closing = true;
+      state.logger.warn(
+        { code: 'PIPELINE_LIMIT', limit: limits.maxPipelinedRequests },
+        'connection closed: too many pipelined requests unanswered',
+      );
+      return void req.socket.destroy();
+    }
+    if (!down.admit(conn, res)) return state.unanswered(req, 'SHUTDOWN');
+    conn.unanswered += 1;
+    inFlight.count += 1;
+    // Closed (sent, or its connection gone): counted out, and the next waiting request is served.
+    res.once('close', () => {
+      conn.unanswered -= 1;
+      inFlight.count -= 1;
+      queue.closed(conn, res);
+    });
+    conn.last = { req, res };
+    const refusing = refusalOf(req, limits, expectationFailed);
+    if (refusing !== undefined) return state.answer(conn, req, res, refusing.failure, refusing.code);
+    if (req.headers.upgrade !== undefined) {
+      // Nothing is upgraded to, and Node's parser drops what follows such a request: answered, then closed.
+      conn.closing = true;
+      res.setHeader('Connection', 'close');
+    }
+    queue.admit(conn, req, res, probes.includes((req.url ?? '').split('?', 1)[0] ?? ''));
+  };
+
+/** The server's 'clientError': what Node's parser refused, answered in the contract's shape when it still can be. */
+const clientErrors =
+  (state: EdgeState) =>
+  (err: ParserError, socket: Socket): void => {
+    const { limits } = state;
+    const conn = state.connections.get(socket) ?? newConnection(socket);
     const failure = parserFailure(err, limits);
     // Already closing (what follows an error, or the rest of a refused request): nothing more is answered.
     if (failure !== undefined && conn.closing && !socket.destroyed) return;
@@ -245,36 +246,28 @@ export const createHttpServer = (handler: Handler, deps: HttpServerDeps): Server
     const last = conn.last;
     if (last !== undefined && !last.req.complete) {
       // In the body of the request being read (framing, or time ran out).
-      if (!last.res.headersSent) return answer(last.req, last.res, failure, code);
-      logger.info({ method: last.req.method, code }, 'connection closed: the rest of an answered request failed');
-      return linger(socket, conn, limits);
+      if (!last.res.headersSent) return state.answer(conn, last.req, last.res, failure, code);
+      state.logger.info({ method: last.req.method, code }, 'connection closed: the rest of an answered request failed');
+      return linger(conn, limits);
     }
     conn.closing = true;
     const answerRaw = () => {
       if (socket.destroyed) return;
-      refuse(socket, undefined, failure, code);
-      linger(socket, conn, limits);
+      state.refuse(socket, undefined, failure, code);
+      linger(conn, limits);
     };
     // A later request is malformed while earlier ones are still being answered: answered after them.
     if (last !== undefined && conn.unanswered > 0) last.res.once('close', answerRaw);
     else answerRaw();
-  });
+  };
 
-  // CONNECT makes Node hand the socket over, parser detached; there is no tunnel here.
-  server.on('connect', (req: IncomingMessage, socket: Socket) => {
-    socket.on('error', () => socket.destroy());
-    const conn = connectionOf(socket);
-    if (conn.unanswered > 0 || conn.closing) return void socket.destroy();
-    refuse(socket, req, refusal(501, `method ${req.method} is not supported by this server`), 'CONNECT');
-    linger(socket, conn, limits);
-  });
-
-  // Refused connections are logged at most once a second: the first at once, the rest of that second at its end.
+/** Connections refused at the limit are logged at most once a second: the first at once, the rest at its end. */
+const reportDrops = (server: Server, logger: Logger, limit: number): void => {
   let dropped = 0;
   let window: NodeJS.Timeout | undefined;
   const report = (): void => {
     if (dropped === 0) return void (window = undefined);
-    logger.warn({ dropped, limit: limits.maxConnections }, 'connections refused: at the connection limit');
+    logger.warn({ dropped, limit }, 'connections refused: at the connection limit');
     dropped = 0;
     window = setTimeout(report, 1000).unref();
   };
@@ -282,6 +275,4 @@ export const createHttpServer = (handler: Handler, deps: HttpServerDeps): Server
     dropped += 1;
     if (window === undefined) report();
   });
-
-  return server;
 };

@@ -1,6 +1,6 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Logger } from '../../../application/ports/logger.js';
-import { edges } from './exchange.js';
+import { edgeOf, type UnsentBound } from './exchange.js';
 import type { ServerLimits } from './server-limits.js';
 
 /** A response the kernel has not taken all of: its own bytes, its shared Buffer, when it was written or last moved. */
@@ -9,15 +9,6 @@ interface Held {
   readonly shared: Buffer | undefined;
   movedAt: number;
   moved: boolean;
-}
-
-export interface UnsentBound {
-  /** Counts a response in until it closes; each 'drain' of it is the client reading. */
-  readonly hold: (res: ServerResponse, own: number, shared: Buffer | undefined) => void;
-  /** Past the bound: no response is produced until it is back within (server.ts waits for `room`). */
-  readonly full: () => boolean;
-  /** The response bytes counted in now (bench/unsent-sampler.ts). */
-  readonly held: () => number;
 }
 
 /**
@@ -107,56 +98,59 @@ export const unsentBound = (
   };
 };
 
-const shared = new WeakSet<Buffer>();
+/** The mark of a Buffer sent as is to every client that asks, kept on the Buffer itself. */
+const SHARED = Symbol('sharedBody');
 
 /** Marks a Buffer sent as is to every client that asks (a cached file): the unsent bound counts it once. */
-export const sharedBody = (bytes: Buffer): Buffer => {
-  shared.add(bytes);
-  return bytes;
-};
+export const sharedBody = (bytes: Buffer): Buffer => Object.defineProperty(bytes, SHARED, { value: true });
+const isShared = (bytes: Buffer): boolean => SHARED in bytes;
 
 /** A larger body goes to the socket a slice at a time, the next on 'drain' (the client reading). */
 const SLICE = 64 * 1024;
 
-type End = ServerResponse['end'];
-// eslint-disable-next-line @typescript-eslint/unbound-method -- always called through `end.call(this, ...)` below
-const end = ServerResponse.prototype.end as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
-
-/** node:http's `ServerResponse` option: its `end` counts what the socket is left holding against the unsent bound. */
-export class EdgeResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
-EdgeResponse.prototype.end = function (this: ServerResponse, chunk?: unknown, encoding?: unknown, cb?: unknown) {
-  const socket = this.socket;
-  const unsent = socket === null ? undefined : edges.get(socket)?.unsent;
-  let body: Buffer | undefined;
-  if (chunk instanceof Buffer) body = chunk;
-  else if (typeof chunk === 'string' && chunk.length > SLICE / 3 && encoding === undefined) body = Buffer.from(chunk);
-  if (socket === null || unsent === undefined || body === undefined || this.req.method === 'HEAD') {
-    return end.call(this, chunk, encoding, cb);
-  }
-  const common = shared.has(body) ? body : undefined;
-  if (body.length <= SLICE) {
-    end.call(this, body, cb);
-    if (!this.writableFinished && socket.writableLength > 0) {
-      unsent.hold(this, common === undefined ? socket.writableLength : 0, common);
+/**
+ * node:http's `ServerResponse` option: its `end` counts what the socket is left holding against the unsent bound, and
+ * sends a large body a slice at a time, the next on 'drain', so that the count sees the client read.
+ */
+export class EdgeResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  override end(cb?: () => void): this;
+  override end(chunk: unknown, cb?: () => void): this;
+  override end(chunk: unknown, encoding: BufferEncoding, cb?: () => void): this;
+  override end(chunk?: unknown, encoding?: unknown, cb?: unknown): this {
+    const socket = this.socket;
+    const unsent = edgeOf(this.req)?.unsent;
+    let body: Buffer | undefined;
+    if (chunk instanceof Buffer) body = chunk;
+    else if (typeof chunk === 'string' && chunk.length > SLICE / 3 && encoding === undefined) body = Buffer.from(chunk);
+    if (socket === null || unsent === undefined || body === undefined || this.req.method === 'HEAD') {
+      return super.end(chunk as string, encoding as BufferEncoding, cb as () => void);
     }
+    const done = (typeof encoding === 'function' ? encoding : cb) as (() => void) | undefined;
+    const common = isShared(body) ? body : undefined;
+    if (body.length <= SLICE) {
+      super.end(body, done);
+      if (!this.writableFinished && socket.writableLength > 0) {
+        unsent.hold(this, common === undefined ? socket.writableLength : 0, common);
+      }
+      return this;
+    }
+    const all = body;
+    let at = 0;
+    unsent.hold(this, common === undefined ? all.length : 0, common);
+    const pump = (): void => {
+      while (at < all.length) {
+        const next = all.subarray(at, at + SLICE);
+        at += next.length;
+        if (at >= all.length) {
+          this.off('drain', pump);
+          super.end(next, done);
+          return;
+        }
+        if (!this.write(next)) return;
+      }
+    };
+    this.on('drain', pump);
+    pump();
     return this;
   }
-  const all = body;
-  let at = 0;
-  unsent.hold(this, common === undefined ? all.length : 0, common);
-  const pump = (): void => {
-    while (at < all.length) {
-      const next = all.subarray(at, at + SLICE);
-      at += next.length;
-      if (at >= all.length) {
-        this.off('drain', pump);
-        end.call(this, next, cb);
-        return;
-      }
-      if (!this.write(next)) return;
-    }
-  };
-  this.on('drain', pump);
-  pump();
-  return this;
-} as End;
+}

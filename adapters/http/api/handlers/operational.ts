@@ -1,6 +1,6 @@
 import type { Application } from '../../../../application/application.js';
 import type { docsSite } from '../docs.js';
-import type { MetricsExposition } from '../../server/metrics.js';
+import type { MetricsExposition } from '../../metrics-listener.js';
 import type { Handler, Responder } from '../respond.js';
 
 /** GET /healthz: the process serves requests. */

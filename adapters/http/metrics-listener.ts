@@ -1,8 +1,7 @@
-import type { Server } from 'node:http';
-import type { Logger } from '../../../application/ports/logger.js';
-import { answerFailure, logRequest, responseFields, type Edge } from './answer.js';
-import { requestIdFrom } from './request-id.js';
-import { createHttpServer, sharedBody, type ServerLimits } from './server.js';
+import type { Logger } from '../../application/ports/logger.js';
+import { answerFailure, logRequest, responseFields, type Edge } from './server/answer.js';
+import { requestIdFrom } from './server/request-id.js';
+import { createHttpServer, sharedBody, type EdgeServer, type ServerLimits } from './server/server.js';
 
 /** What the HTTP edge reports about every response it sends. */
 export interface HttpMetrics {
@@ -48,7 +47,7 @@ export const renderedOncePerTurn = (exposition: MetricsExposition): MetricsExpos
 export const metricsServer = (
   exposition: MetricsExposition,
   deps: { readonly logger: Logger; readonly limits: ServerLimits; readonly metrics?: HttpMetrics | undefined },
-): Server => {
+): EdgeServer => {
   // Every line of this listener says so, its parser's refusals' too.
   const logger = Object.fromEntries(
     (['debug', 'info', 'warn', 'error'] as const).map((level) => [

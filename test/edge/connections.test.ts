@@ -268,6 +268,37 @@ test('a connection whose response is stuck unread is closed within 1.1 times IDL
   }
 });
 
+test('a pipelined create whose body comes while it waits behind a slow page is read and answered 200', async () => {
+  const plants = memoryPlantRepository();
+  // A page that takes 300 ms: the create behind it waits its turn, its connection not read from meanwhile.
+  const slow = {
+    ...plants,
+    page:
+      (...args: Parameters<typeof plants.page>) =>
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return plants.page(...args)();
+      },
+  };
+  const svc = await startService({ plants: slow });
+  const wire = await openWire(svc.port);
+  try {
+    const body = JSON.stringify({ id: 1, name: 'late body' });
+    wire.write(
+      `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\n\r\n` +
+        `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.token.alice}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    wire.write(body);
+    assert.is((await wire.response(1)).status, 200);
+    assert.is((await wire.response(2, 5000)).status, 200);
+  } finally {
+    wire.destroy();
+    await svc.close();
+  }
+});
+
 /** A service whose owner alice keeps 1000 plants of the largest size: a page of all of them is about 1.2 MB. */
 const withLargestPages = async (limits: Parameters<typeof startService>[1] = {}) => {
   const plants = memoryPlantRepository();

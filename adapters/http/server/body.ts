@@ -45,9 +45,11 @@ export const readEarly = (req: EdgeRequest, res: ServerResponse, limit: number):
 };
 
 const collect = (req: IncomingMessage, res: ServerResponse, limit: number, early: boolean): BodyRead => {
+  const declared = req.headers['content-length'];
+  // Neither field: no body (RFC 9112 §6.3). Node ended such a request's stream before it was served (server.ts).
+  if (declared === undefined && req.headers['transfer-encoding'] === undefined) return Promise.resolve(E.right(EMPTY));
   // Gone before we asked (the client left, or the server answered and closed): no event would ever come.
   if (req.destroyed) return Promise.resolve(undefined);
-  const declared = req.headers['content-length'];
   const length = declared === undefined ? undefined : Number(declared);
   /** A refusal before a byte is read; one read early drops what comes until its turn's answer. */
   const refused = (refusal: BodyRefusal) => {

@@ -104,7 +104,8 @@ export const closeIdle = (
 /**
  * The rest of a refusal sent while its request's body still arrives (exchange.ts's `endAfterBody`): the answer goes
  * out whole now (its Content-Length lets the client read it before the end), and the response ends, so that Node
- * closes the connection, once the body has arrived, `lingerBytes` more were read, or `lingerMs` passed.
+ * closes the connection, once the body has arrived or `lingerMs` passed; past `lingerBytes` more, nothing more is
+ * read meanwhile (a client still sending waits, and has the time to read its answer).
  */
 export const endAfterBody = (res: ServerResponse, body: string, limits: ServerLimits): void => {
   res.write(body);
@@ -117,7 +118,7 @@ export const endAfterBody = (res: ServerResponse, body: string, limits: ServerLi
   };
   const onData = (chunk: Buffer): void => {
     read += chunk.length;
-    if (read > limits.lingerBytes) end();
+    if (read > limits.lingerBytes) req.pause();
   };
   const timer = setTimeout(end, limits.lingerMs).unref();
   req.on('data', onData).once('end', end).once('close', end).once('error', end);

@@ -70,11 +70,12 @@ export const turns = (handler: Handler, unsent: Pick<UnsentBound, 'full'>, early
       if (conn.serving !== res) return;
       conn.serving = undefined;
       const next = conn.waiting.shift();
-      if (next !== undefined) serveLater(next.req, next.res, conn);
-      else if (conn.paused && !conn.closing) {
+      // Reading resumes once no request waits: the last one read may still have its body to come.
+      if (conn.waiting.length === 0 && conn.paused && !conn.closing) {
         conn.paused = false;
         conn.socket.resume();
       }
+      if (next !== undefined) serveLater(next.req, next.res, conn);
     },
     room: schedule,
   };

@@ -6,7 +6,8 @@ import * as assert from 'uvu/assert';
 
 /**
  * What the docs name that can drift from the tree: the files and folders they name, the pages and headings they link
- * to, and the Node.js versions CI installs. The pages: README.md, docs/*.md and client/README.md.
+ * to, the Node.js versions CI installs, and the alerts and recording rules of ops/prometheus/rules.yml. The pages:
+ * README.md, docs/*.md and client/README.md.
  */
 const test = suite('the docs: files, links and versions they name');
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -66,6 +67,21 @@ test('the Node.js versions docs/operations.md says CI runs are the ones the inst
     assert.ok(fetched !== undefined && fetched.startsWith(`${line}.`), script);
     assert.is(stated, fetched, `docs/operations.md on Node.js ${line}`);
   }
+});
+
+test('docs/operations.md has a runbook for every alert that notifies someone, and names only rules that exist', () => {
+  const rules = read('ops/prometheus/rules.yml');
+  const notifying = [...rules.matchAll(/- alert: (\w+)[\s\S]*?severity: (\w+)/g)]
+    .filter((m) => m[2] !== 'none')
+    .map((m) => m[1]);
+  const doc = read('docs/operations.md');
+  const runbooks = [...doc.matchAll(/^### (PlantStore\w+)$/gm)].map((m) => m[1]);
+  assert.equal([...runbooks].sort(), [...new Set(notifying)].sort());
+  const records = new Set([...rules.matchAll(/- record: (\S+)/g)].map((m) => m[1]));
+  // `job:...:ratio_rate<window>` stands for one rule per window.
+  const named = [...doc.matchAll(/`(job[\w:]*:[\w:]+)(<window>)?`/g)].filter((m) => m[2] === undefined);
+  assert.ok(named.length > 0, 'docs/operations.md names recording rules');
+  for (const [, rule] of named) assert.ok(records.has(rule), `${rule} is a recording rule of rules.yml`);
 });
 
 test.run();

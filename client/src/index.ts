@@ -4,6 +4,7 @@
  * through the `Link` header; every failure is a `PlantStoreError` with a `kind`; an attempt is bounded by a timeout, and
  * a 503, a network failure or a timeout may be retried, bounded.
  */
+import { nextLink } from './link.js';
 import type { components } from './schema.js';
 
 /** Optional members may also be given as `undefined` (a program compiled with `exactOptionalPropertyTypes` too). */
@@ -116,6 +117,9 @@ const KINDS: Readonly<Record<number, ErrorKind>> = {
   507: 'storage-full',
 };
 
+/** The field of a `field: rule` message (`content-type`, `name`, a nested `a.b`). */
+const FIELD = /^([A-Za-z][A-Za-z0-9.-]*): /;
+
 export interface ErrorDetails {
   /** Absent: the kind of `status`. */
   readonly kind?: ErrorKind | undefined;
@@ -129,6 +133,12 @@ export class PlantStoreError extends Error {
   readonly kind: ErrorKind;
   /** From `page()` and `list()`: where the failed page starts (undefined: the first); `list({ cursor })` resumes there. */
   readonly cursor: string | undefined;
+  /**
+   * On `invalid`: what `message` names before its rule (the contract's `field: rule`): a create's `id`, `name` or
+   * `tag`, a page's `limit` or `cursor`, the `body` or `content-type`, or (status 0) the option or argument refused
+   * here, such as `requestId`. Undefined on every other kind, and when the message names none (a 405's, a proxy's).
+   */
+  readonly field: string | undefined;
   constructor(
     /** The HTTP status of the answer; 0 when there was none. */
     readonly status: number,
@@ -143,6 +153,7 @@ export class PlantStoreError extends Error {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.kind = details.kind ?? KINDS[status] ?? 'unexpected';
     this.cursor = details.cursor;
+    this.field = this.kind === 'invalid' ? FIELD.exec(message)?.[1] : undefined;
   }
 
   /** E.g. `PlantStoreError [conflict, HTTP 409, request id 3f2a]: id: a plant with this id ...`. */
@@ -198,44 +209,6 @@ const refused = (kind: ErrorKind, message: string, requestId?: string, cause?: u
 
 const describe = (e: unknown): string =>
   e instanceof Error ? (e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message) : String(e);
-
-const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const LINK = /[\s,]*<([^>]*)>/y;
-// A value is a quoted-string or a token; an unquoted value is read up to the next `;` or `,` (`type=text/html` too).
-const PARAM = new RegExp(`\\s*;\\s*(${TOKEN})\\s*(?:=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^\\s;,]+)))?`, 'y');
-const END = /\s*(?:,|$)/y;
-
-/**
- * The target of the first link whose relation types include `next` in a Link field (RFC 8288 §3: comma-separated
- * `<target>; param=value` values, `rel` a space-separated list, quoted or not, case-insensitive); undefined when there
- * is none or the field does not parse.
- */
-export const nextLink = (field: string | null): string | undefined => {
-  if (field === null) return undefined;
-  let at = 0;
-  while (at < field.length) {
-    LINK.lastIndex = at;
-    const link = LINK.exec(field);
-    if (link === null) return undefined;
-    at = LINK.lastIndex;
-    let rel: string | undefined;
-    for (;;) {
-      PARAM.lastIndex = at;
-      const param = PARAM.exec(field);
-      if (param === null) break;
-      at = PARAM.lastIndex;
-      // Only the first rel parameter counts (§3.3).
-      if (rel === undefined && param[1]?.toLowerCase() === 'rel')
-        rel = param[2]?.replace(/\\(.)/g, '$1') ?? param[3] ?? '';
-    }
-    END.lastIndex = at;
-    if (END.exec(field) === null) return undefined;
-    at = END.lastIndex;
-    if (rel !== undefined && rel.toLowerCase().split(/\s+/).includes('next')) return link[1];
-    if (at >= field.length) break;
-  }
-  return undefined;
-};
 
 /**
  * A request body with the id as its exact digits (JSON.stringify throws on a bigint; a number would be rounded), and

@@ -211,6 +211,32 @@ for (const backend of storageBackends()) {
     assert.equal([big.kind, big.status, big.message], ['invalid', 413, 'body: must be at most 16384 bytes']);
   });
 
+  test('invalid: `field` is what the message names, on no other kind', async ({ svc }) => {
+    const client = clientOf(svc);
+    const fields = await Promise.all([
+      rejection(client.create({ id: 1n, name: '' })),
+      rejection(client.create({ id: 1n, name: 'a', tag: '\u0000' })),
+      rejection(client.delete(INT64_MAX + 1n)),
+      rejection(client.page({ limit: 0 })),
+      rejection(client.page({ cursor: 'not-a-cursor' })),
+      rejection(client.create({ id: 1n, name: 'x'.repeat(20_000) })),
+    ]);
+    assert.equal(
+      fields.map((e) => [e.kind, e.field]),
+      [
+        ['invalid', 'name'],
+        ['invalid', 'tag'],
+        ['invalid', 'id'],
+        ['invalid', 'limit'],
+        ['invalid', 'cursor'],
+        ['invalid', 'body'],
+      ],
+    );
+    await client.create({ id: 2n, name: 'Fern' });
+    const conflict = await rejection(client.create({ id: 2n, name: 'Moss' }));
+    assert.equal([conflict.kind, conflict.field], ['conflict', undefined], 'its message starts "id: " too');
+  });
+
   test('unauthorized: 401 for an unknown token; a token function is called for every request', async ({ svc }) => {
     const unknown = await rejection(clientOf(svc, 'not-a-token-of-this-service').page());
     assert.equal(
@@ -352,7 +378,7 @@ test('a request id the service would replace is refused before sending', async (
   for (const requestId of ['', 'has space', 'x'.repeat(129)]) {
     const refused = await rejection(clientOf(svc).page({}, { requestId }));
     assert.equal([refused.kind, refused.status], ['invalid', 0]);
-    assert.match(refused.message, /^requestId: /);
+    assert.equal([refused.field, refused.message.startsWith('requestId: ')], ['requestId', true]);
   }
   assert.is(svc.logs().filter((l) => l['route'] === 'GET /plants').length, 0, 'nothing sent');
 });

@@ -1,6 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { nextLink } from '../../client/src/index.js';
+import { nextLink } from '../../client/src/link.js';
 
 const test = suite('the client reads the next link of a Link field (RFC 8288)');
 

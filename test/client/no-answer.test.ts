@@ -210,6 +210,21 @@ test('unexpected: a success body that is not the contract’s, and another statu
   }
 });
 
+test('invalid: a message not of the form `field: rule` (a 405’s, a proxy’s 400) names no field', async () => {
+  const server = await answering((res, n) => {
+    res.writeHead(n === 1 ? 405 : 400, { 'content-type': n === 1 ? 'application/json' : 'text/html' });
+    res.end(n === 1 ? '{"error":405,"message":"method not allowed here; use GET"}' : '<h1>Bad Request</h1>');
+  });
+  try {
+    const client = new PlantStore({ baseUrl: server.base, token: 't' });
+    const [method, proxy] = [await rejection(client.page()), await rejection(client.page())];
+    assert.equal([method.kind, method.status, method.field], ['invalid', 405, undefined]);
+    assert.equal([proxy.kind, proxy.status, proxy.field], ['invalid', 400, undefined]);
+  } finally {
+    await server.close();
+  }
+});
+
 test('unexpected: a next link repeating a cursor already read rejects instead of looping', async () => {
   const server = await answering((res) => {
     res.writeHead(200, { 'content-type': 'application/json', link: '</plants?limit=1&cursor=again>; rel="next"' });
@@ -239,26 +254,29 @@ test('invalid: options and arguments refused before sending', async () => {
       make();
     } catch (e) {
       assert.instance(e, PlantStoreError);
-      return [(e as PlantStoreError).kind, (e as PlantStoreError).status];
+      return [(e as PlantStoreError).kind, (e as PlantStoreError).status, (e as PlantStoreError).field];
     }
     throw new Error('nothing thrown');
   };
   const base = 'http://127.0.0.1:9';
   assert.equal(
     refusal(() => new PlantStore({ baseUrl: 'not a url', token: 't' })),
-    ['invalid', 0],
+    ['invalid', 0, 'baseUrl'],
   );
   assert.equal(
     refusal(() => new PlantStore({ baseUrl: base, token: 't', retries: -1 })),
-    ['invalid', 0],
+    ['invalid', 0, 'retries'],
   );
   assert.equal(
     refusal(() => new PlantStore({ baseUrl: base, token: 't', timeoutMs: 0 })),
-    ['invalid', 0],
+    ['invalid', 0, 'timeoutMs'],
   );
   const client = new PlantStore({ baseUrl: base, token: 't' });
   const numberId = await rejection(client.delete(7 as unknown as bigint));
-  assert.equal([numberId.kind, numberId.message], ['invalid', 'id: must be a bigint (got number)']);
+  assert.equal(
+    [numberId.kind, numberId.field, numberId.message],
+    ['invalid', 'id', 'id: must be a bigint (got number)'],
+  );
 });
 
 test.run();

@@ -1,9 +1,19 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import * as assert from 'uvu/assert';
@@ -57,8 +67,10 @@ const typecheck = async (dir: string, files: string[]): Promise<string | undefin
 const offline = { ...process.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' };
 
 /**
- * A scratch project with the package installed as the README says, once per run: the repository cloned, the
- * tarball made there by `npm run client:pack`, and installed by `npm install <tarball>`.
+ * A scratch project with the package installed as the README says, once per run: the repository cloned, the tarball
+ * made there by `npm run client:pack`, copied into the project's vendor/ and installed by `npm install ./vendor/...`;
+ * then the project (without node_modules) copied elsewhere, the clone and the first folder deleted, and `npm ci` run
+ * in the copy, which every test uses.
  */
 let project: Promise<string> | undefined;
 const packaged = () =>
@@ -72,17 +84,25 @@ const packaged = () =>
     await exec('npm', ['run', 'client:pack'], { cwd: clone, env: offline });
     const tarball = readdirSync(clone).find((f) => /^plant-store-client-.*\.tgz$/.test(f));
     if (tarball === undefined) throw new Error('npm run client:pack left no plant-store-client-*.tgz');
-    const dir = join(scratch, 'project');
-    mkdirSync(dir);
-    writeFileSync(join(dir, 'package.json'), '{"name": "scratch", "type": "module", "private": true}');
-    await exec('npm', ['install', '--no-audit', '--no-fund', join(clone, tarball)], { cwd: dir, env: offline });
-    return dir;
+    const first = join(scratch, 'project');
+    mkdirSync(join(first, 'vendor'), { recursive: true });
+    copyFileSync(join(clone, tarball), join(first, 'vendor', tarball));
+    writeFileSync(join(first, 'package.json'), '{"name": "scratch", "type": "module", "private": true}');
+    const install = ['install', '--no-audit', '--no-fund', `./vendor/${tarball}`];
+    await exec('npm', install, { cwd: first, env: offline });
+    const moved = join(scratch, 'elsewhere', 'deeper', 'project');
+    cpSync(first, moved, { recursive: true, filter: (from) => basename(from) !== 'node_modules' });
+    rmSync(clone, { recursive: true });
+    rmSync(first, { recursive: true });
+    await exec('npm', ['ci', '--no-audit', '--no-fund'], { cwd: moved, env: offline });
+    return moved;
   })());
+
+const readme = () => readFileSync(join(repo, 'client', 'README.md'), 'utf8');
 
 /** The ```ts blocks of client/README.md: its complete program first. */
 const readmeBlocks = (): string[] => {
-  const readme = readFileSync(join(repo, 'client', 'README.md'), 'utf8');
-  const blocks = [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? '');
+  const blocks = [...readme().matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? '');
   if (blocks.length === 0) throw new Error('client/README.md has no ```ts block');
   return blocks;
 };
@@ -107,10 +127,37 @@ const readmeProgramChecked = () =>
 
 const { test, run: runPackage } = suiteWith('the client package', async () => ({ dir: await packaged() }));
 
-test('the packed files: README, package.json and the built modules with their types, nothing else', async () => {
+test('the packed files: README, CHANGELOG, package.json and the built modules with their types, nothing else', async () => {
   const installed = join(await packaged(), 'node_modules', '@plant-store', 'client');
-  assert.equal(readdirSync(installed).sort(), ['README.md', 'dist', 'package.json']);
-  assert.equal(readdirSync(join(installed, 'dist')).sort(), ['index.d.ts', 'index.js', 'schema.d.ts', 'schema.js']);
+  assert.equal(readdirSync(installed).sort(), ['CHANGELOG.md', 'README.md', 'dist', 'package.json']);
+  assert.equal(
+    readdirSync(join(installed, 'dist')).sort(),
+    ['index', 'link', 'schema'].flatMap((m) => [`${m}.d.ts`, `${m}.js`]),
+  );
+});
+
+test('installed from the project’s vendor/: a path inside the project, which npm ci follows in the moved copy', async () => {
+  const dir = await packaged();
+  const { version } = JSON.parse(readFileSync(join(repo, 'client', 'package.json'), 'utf8')) as { version: string };
+  const spec = `file:vendor/plant-store-client-${version}.tgz`;
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Record<string, unknown>;
+  assert.equal(manifest['dependencies'], { '@plant-store/client': spec });
+  const lock = JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { resolved?: string; version?: string }>;
+  };
+  const locked = lock.packages['node_modules/@plant-store/client'];
+  assert.equal([locked?.resolved, locked?.version], [spec, version]);
+  const installed = join(dir, 'node_modules', '@plant-store', 'client', 'package.json');
+  assert.is((JSON.parse(readFileSync(installed, 'utf8')) as { version: string }).version, version);
+});
+
+test('the README’s install recipe and the CHANGELOG name the version in client/package.json', async () => {
+  const { version } = JSON.parse(readFileSync(join(repo, 'client', 'package.json'), 'utf8')) as { version: string };
+  const recipe = /^## Installing\n[\s\S]*?^```sh\n([\s\S]*?)^```$/m.exec(readme())?.[1] ?? '';
+  const named = new Set([...recipe.matchAll(/plant-store-client-([^\s/]+)\.tgz/g)].map((m) => m[1]));
+  assert.equal([...named], [version]);
+  const changelog = readFileSync(join(repo, 'client', 'CHANGELOG.md'), 'utf8');
+  assert.is(/^## (\S+)$/m.exec(changelog)?.[1], version, 'the newest entry of CHANGELOG.md');
 });
 
 test('the built package imports nothing but its own files: no node: module, no dependency', async () => {
@@ -149,6 +196,44 @@ test('a number id does not compile; a bigint id does', async () => {
 
 test('every ts block of the README, and a program from an earlier README, type-check against the package', async () => {
   assert.is(await readmeProgramChecked(), undefined);
+});
+
+test('the README’s table of types is what the package exports beside its two classes, and they compile', async () => {
+  const section = /^## Types\n([\s\S]*?)^## /m.exec(readme())?.[1] ?? '';
+  const named = [...section.matchAll(/^\| `(\w+)` +\|/gm)].map((m) => m[1] ?? '');
+  const dir = await packaged();
+  const declarations = readFileSync(join(dir, 'node_modules', '@plant-store', 'client', 'dist', 'index.d.ts'), 'utf8');
+  const exported = [...declarations.matchAll(/^export (?:declare )?(?:type|interface|class|const|function) (\w+)/gm)];
+  assert.equal(
+    exported.map((m) => m[1]).sort(),
+    ['PlantStore', 'PlantStoreError', ...named].sort(),
+    'index.d.ts exports exactly the README’s names',
+  );
+  writeFileSync(
+    join(dir, 'types.ts'),
+    `import type { ${named.join(', ')} } from '@plant-store/client';\n` +
+      named.map((name) => `export type Uses${name} = ${name};\n`).join(''),
+  );
+  assert.is(await typecheck(dir, ['types.ts']), undefined);
+});
+
+test('with PLANT_STORE_TOKEN unset, each README block stops with the unauthorized error it describes', async () => {
+  assert.is(await readmeProgramChecked(), undefined, 'they compile');
+  const dir = await packaged();
+  const said = 'token: must be a bearer token (1 to 4096 of [A-Za-z0-9-._~+/], then any "="), got an empty string';
+  assert.ok(readme().replace(/\s+/g, ' ').includes(`\`${said}\``), 'the README quotes the message');
+  for (const file of readmeBlocks().map((_, i) => (i === 0 ? 'program.js' : `block-${i + 1}.js`))) {
+    // Port 9 (discard): nothing listens there, and nothing should be sent anyway.
+    const ran = await exec(process.execPath, [join(dir, file)], {
+      env: { PATH: process.env['PATH'] ?? '', PLANT_STORE_URL: 'http://127.0.0.1:9' },
+    }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code?: number; stderr?: string }) => ({ code: e.code, stderr: e.stderr ?? '' }),
+    );
+    assert.is(ran.code, 1, file);
+    assert.ok(ran.stderr.includes(`PlantStoreError: ${said}`), `${file}: ${ran.stderr}`);
+    assert.ok(ran.stderr.includes("kind: 'unauthorized'") && ran.stderr.includes('status: 0'), file);
+  }
 });
 
 test('CommonJS: require() gives the package', async () => {
@@ -190,6 +275,7 @@ const EXPECTED = [
   "[ { name: 'Fern' } ] more follow",
   'then Moss',
   'conflict 409 id: a plant with this id and a different name or tag already exists',
+  'invalid name',
   'deleted',
   'deleted',
 ];

@@ -28,7 +28,10 @@ export const originForm = (target: string): string | undefined => {
  * What is wrong with Host (exactly one in HTTP/1.1, at most one in 1.0), Authorization and Content-Type (two are
  * refused: a proxy may have read the other) and Transfer-Encoding (chunked only), with its log code.
  */
-export const badFields = (req: IncomingMessage): { readonly reason: string; readonly code: string } | undefined => {
+export const badFields = (
+  req: IncomingMessage,
+  hostOk: (host: string) => boolean = isHost,
+): { readonly reason: string; readonly code: string } | undefined => {
   const raw = req.rawHeaders;
   let hosts = 0;
   let authorizations = 0;
@@ -42,7 +45,7 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
   if (hosts > 1 || (hosts === 0 && req.httpVersionMinor >= 1)) {
     return { reason: 'send exactly one Host header', code: 'HOST' };
   }
-  if (hosts === 1 && !isHost(req.headers.host ?? '')) {
+  if (hosts === 1 && !hostOk(req.headers.host ?? '')) {
     return { reason: 'the Host header must be a host name or address, with an optional port', code: 'HOST' };
   }
   if (authorizations > 1) return { reason: 'send at most one Authorization header', code: 'AUTHORIZATION' };
@@ -63,6 +66,17 @@ export const badFields = (req: IncomingMessage): { readonly reason: string; read
 /** RFC 9110 §7.2's `Host = uri-host [ ":" port ]`, or empty (RFC 9112 §3.2); linear: one way to match each char. */
 const HOST = /^(?:\[[0-9A-Za-z._~!$&'()*+,;=:-]+\]|(?:[0-9A-Za-z._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
 export const isHost = (value: string): boolean => HOST.test(value);
+
+/** `isHost` that skips the match for the last valid value: a client sends the same Host on every request. */
+export const hostMemo = (): ((value: string) => boolean) => {
+  let last = '';
+  return (value) => {
+    if (value === last) return true;
+    if (!isHost(value)) return false;
+    last = value;
+    return true;
+  };
+};
 
 /** The answer to a parser error; undefined for socket errors, which cannot be answered. */
 export const parserFailure = (err: ParserError, limits: ServerLimits): FailureResponse | undefined => {
@@ -92,6 +106,7 @@ export const refusalOf = (
   req: IncomingMessage,
   limits: ServerLimits,
   expectationFailed: boolean,
+  hostOk: (host: string) => boolean,
 ): { readonly failure: FailureResponse; readonly code: string } | undefined => {
   if (req.httpVersionMajor !== 1) return { failure: VERSION_NOT_SUPPORTED, code: 'HTTP_VERSION' };
   // Node keeps at most maxHeadersCount (one more than the bound) fields: one more than the bound is too many.
@@ -99,7 +114,7 @@ export const refusalOf = (
     const failure = refusal(431, `headers: send at most ${limits.maxHeaderFields} header fields`);
     return { failure, code: 'HEADER_FIELDS' };
   }
-  const bad = badFields(req);
+  const bad = badFields(req, hostOk);
   if (bad) return { failure: malformed(bad.reason), code: bad.code };
   if (expectationFailed) {
     return { failure: refusal(417, 'expect: only "100-continue" is supported'), code: 'EXPECTATION' };

@@ -32,8 +32,8 @@ export const readBody = (req: IncomingMessage, res: ServerResponse, limit: numbe
 };
 
 /**
- * Starts reading the body of a request that waits behind another on its connection (server.ts pauses the connection
- * meanwhile, so this is at most the rest of one socket read): copied as it comes, rather than left in Node's buffer as
+ * Starts reading the body of a request that waits behind another on its connection (turns.ts): copied as it comes,
+ * counted against MAX_BODY_BYTES like any body being read, rather than left in Node's buffer as
  * one Buffer per chunk. A body past `limit` or the budget is read on and dropped, and refused in the request's turn.
  */
 export const readEarly = (req: EdgeRequest, res: ServerResponse, limit: number): void => {
@@ -81,7 +81,7 @@ const collect = (req: IncomingMessage, res: ServerResponse, limit: number, early
     };
     const refuse = (refusal: BodyRefusal): void => {
       finish(E.left(refusal));
-      // Read early: what follows is dropped until the turn's answer (the connection is paused meanwhile).
+      // Read early: what follows is dropped until the turn's answer.
       if (early) req.on('data', () => undefined);
       else req.pause();
     };

@@ -17,9 +17,7 @@ export interface Connection {
   serving: ServerResponse | undefined;
   /** The turn in which a request was last served straight from the parser (turns.ts). */
   servedInTurn: number;
-  /** Paused by turns.ts while requests wait. */
-  paused: boolean;
-  /** Requests read while another was being served, in order; reading is paused while any wait. */
+  /** Requests read while another was being served, in order. */
   readonly waiting: Array<{ readonly req: IncomingMessage; readonly res: ServerResponse }>;
   /** Bytes moved either way at the last idle check, and when that count last changed. */
   moved: number;
@@ -39,7 +37,6 @@ export const newConnection = (socket: Socket): Connection => ({
   lingering: false,
   serving: undefined,
   servedInTurn: -1,
-  paused: false,
   waiting: [],
   moved: -1,
   movedAt: 0,

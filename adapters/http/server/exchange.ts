@@ -61,7 +61,8 @@ export type BodyRead = Promise<E.Either<BodyRefusal, Buffer> | undefined>;
  * without a lookup. `early` is the body of a request that waited its turn, read while it waited (body.ts).
  */
 export class EdgeRequest extends IncomingMessage {
-  early: BodyRead | undefined;
+  /** Set only for a request that waited (no field of its own otherwise: one less to make per request). */
+  declare early: BodyRead | undefined;
   get edge(): ServerEdge | undefined {
     return undefined;
   }

@@ -2,7 +2,7 @@ import { Server, type IncomingMessage, type ServerOptions, type ServerResponse }
 import type { Socket } from 'node:net';
 import type { Logger } from '../../../application/ports/logger.js';
 import { answerFailure, logRequest, refusal, type Edge, type FailureResponse } from './answer.js';
-import { parserFailure, refusalOf, type ParserError } from './before-routing.js';
+import { hostMemo, parserFailure, refusalOf, type ParserError } from './before-routing.js';
 import { readEarly } from './body.js';
 import { closeIdle, endAfterBody, linger, newConnection, type Connection } from './connections.js';
 import type { CorsPolicy } from './cors.js';
@@ -200,7 +200,7 @@ const idle = ({ logger, limits }: EdgeState, conn: Connection): void => {
 
 /** The server's 'request': counted, refused below the app when it must be, else served in its turn (turns.ts). */
 const dispatcher =
-  (state: EdgeState, queue: Turns, down: Shutdown, probes: readonly string[]) =>
+  (state: EdgeState, queue: Turns, down: Shutdown, probes: readonly string[], hostOk = hostMemo()) =>
   (req: IncomingMessage, res: ServerResponse, expectationFailed = false): void => {
     const { limits, inFlight } = state;
     const conn = state.connections.get(req.socket);
@@ -224,7 +224,7 @@ const dispatcher =
       queue.closed(conn, res);
     });
     conn.last = { req, res };
-    const refusing = refusalOf(req, limits, expectationFailed);
+    const refusing = refusalOf(req, limits, expectationFailed, hostOk);
     if (refusing !== undefined) return state.answer(conn, req, res, refusing.failure, refusing.code);
     if (req.headers.upgrade !== undefined) {
       // Nothing is upgraded to, and Node's parser drops what follows such a request: answered, then closed.

@@ -15,8 +15,9 @@ export interface Turns {
 
 /**
  * One response per connection at a time: the next request read on it is handed on once this response has closed (the
- * kernel took all of it), so a client that does not read holds one response, however many it pipelined. While any
- * request waits, its connection is not read from (`socket.pause()`): what waits is at most the rest of one read.
+ * kernel took all of it), so a client that does not read holds one response, however many it pipelined; the body of a
+ * request that waits is read as it comes (body.ts's `readEarly`). Reading is not paused here: Node pauses a connection
+ * whose responses back up and resumes it on 'drain', and a resume of ours could restart it under Node's pause.
  * Requests that waited are served one per turn of the event loop, after what that turn read: served back to back,
  * hundreds of connections pipelining large pages would hold the loop for seconds. While the unsent bound is full none
  * is, and only probes are served straight from the parser: each response is counted before the next begins. At most
@@ -53,8 +54,6 @@ export const turns = (handler: Handler, unsent: Pick<UnsentBound, 'full'>, early
     admit: (conn, req, res, probe) => {
       if (conn.serving !== undefined) {
         conn.waiting.push({ req, res });
-        conn.paused = true;
-        conn.socket.pause();
         return early(req, res);
       }
       if (!turnEnds) {
@@ -70,11 +69,6 @@ export const turns = (handler: Handler, unsent: Pick<UnsentBound, 'full'>, early
       if (conn.serving !== res) return;
       conn.serving = undefined;
       const next = conn.waiting.shift();
-      // Reading resumes once no request waits: the last one read may still have its body to come.
-      if (conn.waiting.length === 0 && conn.paused && !conn.closing) {
-        conn.paused = false;
-        conn.socket.resume();
-      }
       if (next !== undefined) serveLater(next.req, next.res, conn);
     },
     room: schedule,

@@ -1,0 +1,90 @@
+import { left } from 'fp-ts/lib/Either.js';
+import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
+import { authUnavailable, rateLimiterUnavailable, storageUnavailable } from '../errors.js';
+import type { BackendMetrics, CallOutcome } from '../ports/backend-metrics.js';
+import type { PlantRepository } from '../ports/plant-repository.js';
+import type { RateLimiter } from '../ports/rate-limiter.js';
+import type { TokenVerifier } from '../ports/token-verifier.js';
+import type { BackendName, Breakers } from './breakers.js';
+
+/** The breakers, and where each call's duration and outcome go. */
+export interface FailFast {
+  readonly breakers: Breakers;
+  readonly metrics: BackendMetrics | undefined;
+}
+
+/**
+ * One backend's calls, each admitted by its breaker, timed into the metrics, and its outcome reported: a Left with
+ * the `_tag` of `refused` is the backend's failure, any other Left (a full store) its answer; a throw is reported and
+ * thrown on. A call the breaker refuses answers `refused` at once.
+ */
+export const guard =
+  <R extends { readonly _tag: string }>(failFast: FailFast, backend: BackendName, refused: R) =>
+  <E extends { readonly _tag: string }, A>(operation: string, task: TaskEither<E, A>): TaskEither<E | R, A> =>
+  async () => {
+    const { breakers, metrics } = failFast;
+    const admitted = breakers.admit(backend);
+    if (admitted === 'refuse') {
+      metrics?.observeCall(backend, operation, 'unavailable', 0);
+      return left(refused);
+    }
+    const started = performance.now();
+    const answersBefore = breakers.answers(backend);
+    const report = (outcome: CallOutcome) => {
+      const ms = performance.now() - started;
+      metrics?.observeCall(backend, operation, outcome, ms / 1000);
+      if (admitted === 'probe') breakers.probed(backend);
+      return ms;
+    };
+    let result;
+    try {
+      result = await task();
+    } catch (e) {
+      report('error');
+      breakers.failed(backend, e instanceof Error ? e.message : String(e), answersBefore);
+      throw e;
+    }
+    if (result._tag === 'Right') {
+      report('ok');
+      breakers.answered(backend);
+    } else if (result.left._tag !== refused._tag) {
+      report('unavailable');
+      breakers.answered(backend);
+    } else {
+      const ms = report('unavailable');
+      breakers.failed(backend, `no answer (gave up after ${Math.round(ms)} ms)`, answersBefore);
+    }
+    return result;
+  };
+
+/** The store's calls, each guarded by its breaker: every one reaches the store. */
+export const failFastPlants = (plants: PlantRepository, failFast: FailFast): PlantRepository => {
+  const storage = guard(failFast, 'storage', storageUnavailable);
+  return {
+    insert: (owner, plant, maxPlants) => storage('insert', plants.insert(owner, plant, maxPlants)),
+    page: (owner, after, limit) => storage('page', plants.page(owner, after, limit)),
+    remove: (owner, id) => storage('remove', plants.remove(owner, id)),
+    ping: storage('ping', plants.ping),
+  };
+};
+
+/** The token verifier's calls, each guarded by the token store's breaker. */
+export const failFastTokens = (tokens: TokenVerifier, failFast: FailFast): TokenVerifier => {
+  const store = guard(failFast, 'token store', authUnavailable);
+  return {
+    verify: (token, rejected) => store('verify', tokens.verify(token, rejected)),
+    ping: store('ping', tokens.ping),
+  };
+};
+
+/** The limiter, guarded like the other backends; every refusal it decides is counted too. */
+export const failFastLimiter = (limiter: RateLimiter, failFast: FailFast): RateLimiter => {
+  const store = guard(failFast, 'rate limiter', rateLimiterUnavailable);
+  return {
+    consume: (key) => async () => {
+      const decision = await store('consume', limiter.consume(key))();
+      if (decision._tag === 'Right' && !decision.right.allowed) failFast.metrics?.rateLimited();
+      return decision;
+    },
+  };
+};

@@ -9,7 +9,13 @@ import { defaultServerLimits, drain, requestsInFlight } from '../adapters/http/s
 import { metricsServer } from '../adapters/http/server/metrics.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
 import { backendBreakers } from '../application/fail-fast/breakers.js';
-import { failFastLimiter, failFastPlants, failFastTokens } from '../application/fail-fast/guards.js';
+import {
+  failFastLimiter,
+  failFastPlants,
+  failFastTokens,
+  timedTokens,
+  tokenStoreGuard,
+} from '../application/fail-fast/guards.js';
 import { connectBackends, memoryMaxPlants, type Backends } from './backends.js';
 import { buildApp } from './build-app.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -185,7 +191,10 @@ const main = async (): Promise<void> => {
   };
   onStopSignal((signal) => void stop(signal));
 
-  const connected = await connectBackends(config, logger, { driverError: breakers.driverError });
+  const connected = await connectBackends(config, logger, {
+    driverError: breakers.driverError,
+    tokenStoreCalls: tokenStoreGuard(failFast),
+  });
   backends = connected;
   if (stopping) return;
 
@@ -196,7 +205,7 @@ const main = async (): Promise<void> => {
   const server = buildApp(
     {
       plants: failFastPlants(plants, failFast),
-      tokens: failFastTokens(tokens, failFast),
+      tokens: connected.tokensGuarded ? timedTokens(tokens, metrics.backends) : failFastTokens(tokens, failFast),
       ...(limiter === undefined ? {} : { limiter: failFastLimiter(limiter, failFast) }),
       ...(tracing === undefined ? {} : { tracer: tracing.requests }),
       logger,

@@ -1,6 +1,6 @@
 import { left } from 'fp-ts/lib/Either.js';
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
-import { authUnavailable, rateLimiterUnavailable, storageUnavailable } from '../errors.js';
+import { authUnavailable, rateLimiterUnavailable, storageUnavailable, type AuthUnavailable } from '../errors.js';
 import type { BackendMetrics, CallOutcome } from '../ports/backend-metrics.js';
 import type { PlantRepository } from '../ports/plant-repository.js';
 import type { RateLimiter } from '../ports/rate-limiter.js';
@@ -68,12 +68,42 @@ export const failFastPlants = (plants: PlantRepository, failFast: FailFast): Pla
   };
 };
 
-/** The token verifier's calls, each guarded by the token store's breaker. */
+/** A token verifier whose every call reaches its backend (Redis): each is guarded by the token store's breaker. */
 export const failFastTokens = (tokens: TokenVerifier, failFast: FailFast): TokenVerifier => {
-  const store = guard(failFast, 'token store', authUnavailable);
+  const store = tokenStoreGuard(failFast);
   return {
     verify: (token, rejected) => store('verify', tokens.verify(token, rejected)),
     ping: store('ping', tokens.ping),
+  };
+};
+
+/**
+ * The token store's breaker, for a verifier that reaches its backend on some calls only (a JWKS URL, fetched when a
+ * key is not cached or too old): it guards those calls itself, so that a token whose key is cached never meets the
+ * breaker, and one caller's unknown key ids cost at most one fetch a second while the key source is down.
+ */
+export const tokenStoreGuard = (failFast: FailFast) => guard(failFast, 'token store', authUnavailable);
+
+/** The calls of a verifier that guards its own backend calls (`tokenStoreGuard`): only timed, never refused. */
+export const timedTokens = (tokens: TokenVerifier, metrics: BackendMetrics | undefined): TokenVerifier => {
+  const timed =
+    <A>(operation: string, task: TaskEither<AuthUnavailable, A>): TaskEither<AuthUnavailable, A> =>
+    async () => {
+      const started = performance.now();
+      const seconds = () => (performance.now() - started) / 1000;
+      let result;
+      try {
+        result = await task();
+      } catch (e) {
+        metrics?.observeCall('token store', operation, 'error', seconds());
+        throw e;
+      }
+      metrics?.observeCall('token store', operation, result._tag === 'Right' ? 'ok' : 'unavailable', seconds());
+      return result;
+    };
+  return {
+    verify: (token, rejected) => timed('verify', tokens.verify(token, rejected)),
+    ping: timed('ping', tokens.ping),
   };
 };
 

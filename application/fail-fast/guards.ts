@@ -14,9 +14,11 @@ export interface FailFast {
 }
 
 /**
- * One backend's calls, each admitted by its breaker, timed into the metrics, and its outcome reported: a Left with
- * the `_tag` of `refused` is the backend's failure, any other Left (a full store) its answer; a throw is reported and
- * thrown on. A call the breaker refuses answers `refused` at once.
+ * One backend's calls, each admitted by its breaker, timed into the metrics, and its outcome reported. Only a Left
+ * with the `_tag` of `refused` (the backend did not answer) opens the breaker, never what a caller made of it: a
+ * Right, another Left (a full store) and a StorageUnavailable the store answered (`contended`: the request's own
+ * writes collided) are its answers; a throw (a fault, a 500 for that request, whatever a caller made the backend or
+ * this code throw) counts neither way. A call the breaker refuses answers `refused` at once.
  */
 export const guard =
   <R extends { readonly _tag: string }>(failFast: FailFast, backend: BackendName, refused: R) =>
@@ -41,13 +43,12 @@ export const guard =
       result = await task();
     } catch (e) {
       report('error');
-      breakers.failed(backend, e instanceof Error ? e.message : String(e), answersBefore);
       throw e;
     }
     if (result._tag === 'Right') {
       report('ok');
       breakers.answered(backend);
-    } else if (result.left._tag !== refused._tag) {
+    } else if (result.left._tag !== refused._tag || (result.left as { contended?: unknown }).contended === true) {
       report('unavailable');
       breakers.answered(backend);
     } else {

@@ -2,7 +2,7 @@ import * as E from 'fp-ts/lib/Either.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { storageUnavailable } from '../../application/errors.js';
+import { storageContended, storageUnavailable } from '../../application/errors.js';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import type { RateLimiter } from '../../application/ports/rate-limiter.js';
 import { backendBreakers, redact } from '../../application/fail-fast/breakers.js';
@@ -250,5 +250,39 @@ test('a store that answers "full" is up: calls after it still reach the store', 
   await Promise.all([create(3), create(4)]);
   assert.is(reached, 4);
 });
+
+/** A memory store whose calls are counted, and which answers one owner's calls as `answer` says. */
+const oneOwnerStore = (victim: string, answer: 'throw' | 'contended') => {
+  const memory = memoryPlantRepository();
+  const state = { reached: 0 };
+  const store: PlantRepository = {
+    ...memory,
+    insert: (o, p, m) => async () => {
+      state.reached += 1;
+      if (o !== victim) return memory.insert(o, p, m)();
+      if (answer === 'throw') throw new Error('a stored plant document has an unexpected shape');
+      return E.left(storageContended);
+    },
+  };
+  return { store, state };
+};
+
+for (const answer of ['throw', 'contended'] as const) {
+  test(`one owner's ${answer === 'throw' ? 'fault (a throw, a 500)' : 'colliding creates (a contended 503)'} opens no breaker: every other call reaches the store`, async () => {
+    const { breakers, lines } = harness();
+    const victim = freshOwner();
+    const { store, state } = oneOwnerStore(victim, answer);
+    const plants = failFastPlants(store, { breakers, metrics: undefined });
+    const outcome = await plants
+      .insert(victim, aPlant(1n))()
+      .catch((e: unknown) => e);
+    if (answer === 'throw') assert.instance(outcome, Error);
+    else assert.equal(outcome, E.left(storageContended));
+    const others = await Promise.all([2, 3, 4].map((id) => plants.insert(freshOwner(), aPlant(BigInt(id)))()));
+    assert.ok(others.every(E.isRight), 'none refused');
+    assert.is(state.reached, 4, 'every call reached the store');
+    assert.equal(lines, [], 'no outage logged');
+  });
+}
 
 test.run();

@@ -198,26 +198,33 @@ test('the outage log line says how the JWKS URL failed (its status, not JSON, no
   }
 });
 
-test('over HTTP, the key server down: a tenant with a cached key keeps its 200s while junk kids arrive 40 a second, unknown keys are fetched at most once a second, and service resumes once it is back', async (ctx) => {
-  const { jwks, sign, verifier } = subject(ctx);
+/**
+ * The service over a verifier wired as bootstrap/main.ts wires AUTH=jwt: the key fetches guarded by the token store's
+ * breaker, verify only timed. No cooldown: every unknown kid asks for the key set, the harshest an attacker can get
+ * past jose's default of 30 s.
+ */
+const guardedService = async (verifier: Subject['verifier']) => {
   const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
-  // Wired as bootstrap/main.ts wires AUTH=jwt: the key fetches guarded by the token store's breaker, verify only timed.
   const failFast = { breakers: backendBreakers({ logger: quiet }), metrics: undefined };
-  // No cooldown: every unknown kid asks for the key set, the harshest an attacker can get past jose's default 30 s.
-  const tokens = await verifier({ jwksCooldownMs: 0, keyFetches: tokenStoreGuard(failFast) });
-  const svc = await startService({ tokens: timedTokens(tokens, undefined) });
+  // A generous bound: the outages here are answered (500), and a loaded machine must not turn a fetch into one.
+  const tokens = await verifier({ timeoutMs: 10_000, jwksCooldownMs: 0, keyFetches: tokenStoreGuard(failFast) });
+  return startService({ tokens: timedTokens(tokens, undefined) });
+};
+
+test('over HTTP, the key server down: a tenant with a cached key keeps its 200s while junk kids arrive 40 a second, each a 503, fetched at most once a second', async (ctx) => {
+  const { jwks, sign, verifier } = subject(ctx);
+  const svc = await guardedService(verifier);
   const tenant = await sign(good());
   try {
     assert.is((await svc.call('GET', '/plants', { token: tenant })).status, 200, 'key fetched and cached');
     jwks.answer('status-500');
     const fetchesBefore = jwks.requests();
     const outage = performance.now();
-    const SECONDS = 3;
     const junk: Array<Promise<number>> = [];
     const attack = (async () => {
-      for (let n = 0; n < 40 * SECONDS; n++) {
+      for (let n = 0; n < 120; n++) {
         junk.push(sign(good(), `junk-${n}`).then(async (t) => (await svc.call('GET', '/plants', { token: t })).status));
-        await sleep(25); // paces the attack: 40 a second
+        await sleep(25); // paces the attack: 40 a second, for 3 s
       }
     })();
     const statuses: number[] = [];
@@ -228,32 +235,43 @@ test('over HTTP, the key server down: a tenant with a cached key keeps its 200s 
       await sleep(50); // paces the tenant: about 20 a second
     }
     const junkStatuses = await Promise.all(junk);
-    const ok = statuses.filter((s) => s === 200).length;
     const fetches = jwks.requests() - fetchesBefore;
     const seconds = (performance.now() - outage) / 1000;
+    const ok = statuses.filter((s) => s === 200).length;
     assert.ok(ok >= 0.95 * statuses.length, `tenant: ${ok} of ${statuses.length} were 200`);
     assert.ok(
       junkStatuses.every((s) => s === 503),
-      'a kid that cannot be fetched is 503, never 401',
+      'a kid whose key set cannot be fetched is 503, never 401',
     );
     // The failed fetch that opened the breaker, then one probe a second at most.
     assert.ok(fetches <= 1 + Math.ceil(seconds), `${fetches} key fetches in ${seconds.toFixed(1)} s`);
-    // Back: a key rotated in during the outage is fetched and served within seconds.
-    const { publicKey, privateKey } = await generateKeyPair('ES256');
-    jwks.setKeys([...jwks.keys(), { ...(await exportJWK(publicKey)), kid: 'k2', alg: 'ES256', use: 'sig' }]);
+  } finally {
     jwks.answer('keys');
-    const rotated = await new SignJWT(good()).setProtectedHeader({ alg: 'ES256', kid: 'k2' }).sign(privateKey);
+    await svc.close();
+  }
+});
+
+test('over HTTP, after a key-server outage: a key rotated in meanwhile is served within seconds of its return; a kid still absent is a 401', async (ctx) => {
+  const { jwks, sign, verifier } = subject(ctx);
+  const svc = await guardedService(verifier);
+  const keys = jwks.keys();
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  const rotated = await new SignJWT(good()).setProtectedHeader({ alg: 'ES256', kid: 'k2' }).sign(privateKey);
+  try {
+    assert.is((await svc.call('GET', '/plants', { token: await sign(good()) })).status, 200, 'key set fetched');
+    jwks.answer('status-500');
+    assert.is((await svc.call('GET', '/plants', { token: rotated })).status, 503, 'the key server is known down');
+    jwks.setKeys([...keys, { ...(await exportJWK(publicKey)), kid: 'k2', alg: 'ES256', use: 'sig' }]);
+    jwks.answer('keys');
     await eventually(
       'a token of the new key is served',
       async () => (await svc.call('GET', '/plants', { token: rotated })).status === 200,
       { timeoutMs: 5000, everyMs: 50 },
     );
-    assert.is(
-      (await svc.call('GET', '/plants', { token: await sign(good(), 'junk-after') })).status,
-      401,
-      'absent from a key set fetched fine',
-    );
+    const absent = await svc.call('GET', '/plants', { token: await sign(good(), 'never-issued') });
+    assert.is(absent.status, 401, 'absent from a key set fetched fine');
   } finally {
+    jwks.setKeys(keys);
     jwks.answer('keys');
     await svc.close();
   }
@@ -266,7 +284,8 @@ test('the service process, AUTH=jwt: while the key server is known down (a faile
     HOST: '127.0.0.1',
     AUTH: 'jwt',
     JWT_JWKS_URL: jwks.url,
-    AUTH_TIMEOUT_MS: String(TIMEOUT_MS),
+    // A generous bound: a fresh process's first fetch on a loaded machine may take longer than this suite's 300 ms.
+    AUTH_TIMEOUT_MS: '10000',
   });
   try {
     const base = `http://127.0.0.1:${(await svc.waitFor(/"port":(\d+)/))[1]}`;

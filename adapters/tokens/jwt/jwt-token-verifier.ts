@@ -82,12 +82,8 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
   const { key } = options;
   const keyFetches = options.keyFetches ?? ((_operation, fetch) => fetch);
   /** One fetch of the key set through the breaker; why it failed is reported before the breaker hears of it. */
-  const fetchKeys = (
-    operation: string,
-    url: string,
-    init: RequestInit,
-  ): TE.TaskEither<AuthUnavailable, jose.JSONWebKeySet> =>
-    keyFetches(operation, async () => {
+  const fetchKeys = (url: string, init: RequestInit): TE.TaskEither<AuthUnavailable, jose.JSONWebKeySet> =>
+    keyFetches('fetch keys', async () => {
       try {
         return E.right(await fetchKeySet(url, init));
       } catch (e) {
@@ -112,7 +108,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
         ...(options.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAge: options.jwksCacheMaxAgeMs }),
         ...(options.jwksCooldownMs === undefined ? {} : { cooldownDuration: options.jwksCooldownMs }),
         [jose.customFetch]: async (url, init) => {
-          const keys = await fetchKeys('fetch keys', url, init)();
+          const keys = await fetchKeys(url, init)();
           if (E.isLeft(keys)) throw new KeySourceUnavailable('the key set could not be fetched');
           return Response.json(keys.right);
         },
@@ -187,7 +183,7 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
     ping:
       key.kind === 'jwks'
         ? async () => {
-            const keys = await fetchKeys('ping', key.url, {
+            const keys = await fetchKeys(key.url, {
               signal: AbortSignal.timeout(options.timeoutMs),
               redirect: 'manual',
               headers: { accept: JWKS_ACCEPT },

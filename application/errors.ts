@@ -3,6 +3,8 @@
 /** The plant store did not answer in time, or at all. Safe to retry. */
 export interface StorageUnavailable {
   readonly _tag: 'StorageUnavailable';
+  /** The store answered, but this request's writes kept colliding with its owner's other writes: no outage. */
+  readonly contended?: true;
 }
 
 /** The plant store has no room for another plant, whoever asks: its capacity, not an owner's quota. */
@@ -28,6 +30,7 @@ export interface InvalidToken {
 }
 
 export const storageUnavailable: StorageUnavailable = { _tag: 'StorageUnavailable' };
+export const storageContended: StorageUnavailable = { _tag: 'StorageUnavailable', contended: true };
 export const storageFull: StorageFull = { _tag: 'StorageFull' };
 export const authUnavailable: AuthUnavailable = { _tag: 'AuthUnavailable' };
 export const rateLimiterUnavailable: RateLimiterUnavailable = { _tag: 'RateLimiterUnavailable' };

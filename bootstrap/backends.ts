@@ -12,7 +12,7 @@ import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connec
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
 import type { MongodbPlantRepository } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
-import { jwtTokenVerifier } from '../adapters/tokens/jwt/jwt-token-verifier.js';
+import { jwtTokenVerifier, type JwtOptions } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { sha256, staticTokenVerifier, type StaticToken } from '../adapters/tokens/static/static-token-verifier.js';
 import { ConfigError, type Config, type MemoryConfig, type StaticTokenEntry } from './config.js';
@@ -22,6 +22,8 @@ export interface Backends {
   readonly plants: PlantRepository;
   readonly tokens: TokenVerifier;
   readonly limiter?: RateLimiter;
+  /** The verifier guards the calls that reach its backend itself (AUTH=jwt: key fetches): its own are only timed. */
+  readonly tokensGuarded: boolean;
   readonly close: () => Promise<void>;
 }
 
@@ -51,6 +53,8 @@ export const memoryMaxPlants = (storage: MemoryConfig): number =>
 /** Where the drivers' own error reports go (the reason logged when a backend fails); never a credential. */
 export interface DriverHooks {
   readonly driverError?: (backend: 'storage' | 'token store' | 'rate limiter', reason: string) => void;
+  /** The token store's breaker, for a verifier that reaches its backend on some calls only (JWKS key fetches). */
+  readonly tokenStoreCalls?: JwtOptions['keyFetches'];
 }
 
 /** Chooses and connects the adapters that the configuration names; the only place that choice is made. */
@@ -132,6 +136,7 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
           return await jwtTokenVerifier({
             ...auth,
             keySourceFailed: (reason) => hooks.driverError?.('token store', reason),
+            ...(hooks.tokenStoreCalls === undefined ? {} : { keyFetches: hooks.tokenStoreCalls }),
           });
         } catch {
           throw new ConfigError(
@@ -156,6 +161,7 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
     plants,
     tokens,
     ...(limiter === undefined ? {} : { limiter }),
+    tokensGuarded: auth.kind === 'jwt',
     close: async () => {
       await Promise.allSettled(closers.map((close) => close()));
     },

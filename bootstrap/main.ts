@@ -8,12 +8,14 @@ import { corsPolicy } from '../adapters/http/server/cors.js';
 import { defaultServerLimits, type EdgeServer } from '../adapters/http/server/server.js';
 import { metricsServer } from '../adapters/http/metrics-listener.js';
 import { serviceMetrics } from '../adapters/observability/metrics.js';
+import { backendBreakers } from '../application/fail-fast/breakers.js';
 import {
-  backendObserver,
-  observedLimiter,
-  observedPlants,
-  observedTokens,
-} from '../adapters/observability/observed-backends.js';
+  failFastLimiter,
+  failFastPlants,
+  failFastTokens,
+  timedTokens,
+  tokenStoreGuard,
+} from '../application/fail-fast/guards.js';
 import { connectBackends, memoryMaxPlants, type Backends } from './backends.js';
 import { buildApp } from './build-app.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -123,7 +125,8 @@ const main = async (): Promise<void> => {
     version: serviceVersion(),
     ...(tracing === undefined ? {} : { droppedSpans: tracing.droppedSpans }),
   });
-  const observer = backendObserver({ logger, metrics: metrics.backends, reasonWaitMs: 250 });
+  const breakers = backendBreakers({ logger, metrics: metrics.backends, reasonWaitMs: 250 });
+  const failFast = { breakers, metrics: metrics.backends };
 
   let stopping = false;
   let backends: Backends | undefined;
@@ -188,20 +191,22 @@ const main = async (): Promise<void> => {
   };
   onStopSignal((signal) => void stop(signal));
 
-  const connected = await connectBackends(config, logger, { driverError: observer.driverError });
+  const connected = await connectBackends(config, logger, {
+    driverError: breakers.driverError,
+    tokenStoreCalls: tokenStoreGuard(failFast),
+  });
   backends = connected;
   if (stopping) return;
 
-  const probe = { observer, metrics: metrics.backends };
   const plants = tracing === undefined ? connected.plants : tracing.plants(connected.plants);
   const tokens = tracing === undefined ? connected.tokens : tracing.tokens(connected.tokens);
   const limiter =
     connected.limiter === undefined || tracing === undefined ? connected.limiter : tracing.limiter(connected.limiter);
   const server = buildApp(
     {
-      plants: observedPlants(plants, probe),
-      tokens: observedTokens(tokens, probe),
-      ...(limiter === undefined ? {} : { limiter: observedLimiter(limiter, probe) }),
+      plants: failFastPlants(plants, failFast),
+      tokens: connected.tokensGuarded ? timedTokens(tokens, metrics.backends) : failFastTokens(tokens, failFast),
+      ...(limiter === undefined ? {} : { limiter: failFastLimiter(limiter, failFast) }),
       ...(tracing === undefined ? {} : { tracer: tracing.requests }),
       logger,
       bodyLimit: config.bodyLimit,

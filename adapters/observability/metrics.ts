@@ -1,15 +1,6 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BackendMetrics, CallOutcome } from '../../application/ports/backend-metrics.js';
 import { exposition, HotHistogram, type HistogramChild } from './hot-histogram.js';
-
-/** What the backend decorators report: one call's duration and outcome, availability, and rate-limit refusals. */
-export interface BackendMetrics {
-  readonly observeCall: (backend: string, operation: string, outcome: CallOutcome, seconds: number) => void;
-  readonly setUp: (backend: string, up: boolean) => void;
-  readonly rateLimited: () => void;
-}
-
-/** `ok`: answered; `unavailable`: did not answer in time (a 503); `error`: threw (a fault). */
-export type CallOutcome = 'ok' | 'unavailable' | 'error';
 
 /** The shapes the HTTP edge reports to and /metrics serves; bootstrap/ checks they fit where it wires them. */
 export interface ServiceMetrics {

@@ -4,12 +4,15 @@ import * as assert from 'uvu/assert';
 import { jwtTokenVerifier, type JwtOptions } from '../../adapters/tokens/jwt/jwt-token-verifier.js';
 import { freshOwner, left, right } from '../support/fixtures.js';
 import { startService } from '../support/http.js';
+import { runNode } from '../support/process.js';
 import { startJwksServer, type JwksAnswer, type JwksServer } from '../support/jwks-server.js';
 import { suiteWith } from '../support/suites.js';
-import { sleep } from '../support/wait.js';
+import { eventually, sleep } from '../support/wait.js';
 import { openWire } from '../edge/wire.js';
 import { connectBackends } from '../../bootstrap/backends.js';
 import { loadConfig } from '../../bootstrap/config.js';
+import { backendBreakers } from '../../application/fail-fast/breakers.js';
+import { timedTokens, tokenStoreGuard } from '../../application/fail-fast/guards.js';
 
 /**
  * AUTH=jwt with a JWKS URL whose answers the test controls. A key source that cannot answer with a key set (an error
@@ -192,6 +195,111 @@ test('the outage log line says how the JWKS URL failed (its status, not JSON, no
   } finally {
     jwks.answer('keys');
     await backends.close();
+  }
+});
+
+/**
+ * The service over a verifier wired as bootstrap/main.ts wires AUTH=jwt: the key fetches guarded by the token store's
+ * breaker, verify only timed. No cooldown: every unknown kid asks for the key set, the harshest an attacker can get
+ * past jose's default of 30 s.
+ */
+const guardedService = async (verifier: Subject['verifier']) => {
+  const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+  const failFast = { breakers: backendBreakers({ logger: quiet }), metrics: undefined };
+  // A generous bound: the outages here are answered (500), and a loaded machine must not turn a fetch into one.
+  const tokens = await verifier({ timeoutMs: 10_000, jwksCooldownMs: 0, keyFetches: tokenStoreGuard(failFast) });
+  return startService({ tokens: timedTokens(tokens, undefined) });
+};
+
+test('over HTTP, the key server down: a tenant with a cached key keeps its 200s while junk kids arrive 40 a second, each a 503, fetched at most once a second', async (ctx) => {
+  const { jwks, sign, verifier } = subject(ctx);
+  const svc = await guardedService(verifier);
+  const tenant = await sign(good());
+  try {
+    assert.is((await svc.call('GET', '/plants', { token: tenant })).status, 200, 'key fetched and cached');
+    jwks.answer('status-500');
+    const fetchesBefore = jwks.requests();
+    const outage = performance.now();
+    const junk: Array<Promise<number>> = [];
+    const attack = (async () => {
+      for (let n = 0; n < 120; n++) {
+        junk.push(sign(good(), `junk-${n}`).then(async (t) => (await svc.call('GET', '/plants', { token: t })).status));
+        await sleep(25); // paces the attack: 40 a second, for 3 s
+      }
+    })();
+    const statuses: number[] = [];
+    let attacking = true;
+    void attack.then(() => (attacking = false));
+    while (attacking) {
+      statuses.push((await svc.call('GET', '/plants', { token: tenant })).status);
+      await sleep(50); // paces the tenant: about 20 a second
+    }
+    const junkStatuses = await Promise.all(junk);
+    const fetches = jwks.requests() - fetchesBefore;
+    const seconds = (performance.now() - outage) / 1000;
+    const ok = statuses.filter((s) => s === 200).length;
+    assert.ok(ok >= 0.95 * statuses.length, `tenant: ${ok} of ${statuses.length} were 200`);
+    assert.ok(
+      junkStatuses.every((s) => s === 503),
+      'a kid whose key set cannot be fetched is 503, never 401',
+    );
+    // The failed fetch that opened the breaker, then one probe a second at most.
+    assert.ok(fetches <= 1 + Math.ceil(seconds), `${fetches} key fetches in ${seconds.toFixed(1)} s`);
+  } finally {
+    jwks.answer('keys');
+    await svc.close();
+  }
+});
+
+test('over HTTP, after a key-server outage: a key rotated in meanwhile is served within seconds of its return; a kid still absent is a 401', async (ctx) => {
+  const { jwks, sign, verifier } = subject(ctx);
+  const svc = await guardedService(verifier);
+  const keys = jwks.keys();
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  const rotated = await new SignJWT(good()).setProtectedHeader({ alg: 'ES256', kid: 'k2' }).sign(privateKey);
+  try {
+    assert.is((await svc.call('GET', '/plants', { token: await sign(good()) })).status, 200, 'key set fetched');
+    jwks.answer('status-500');
+    assert.is((await svc.call('GET', '/plants', { token: rotated })).status, 503, 'the key server is known down');
+    jwks.setKeys([...keys, { ...(await exportJWK(publicKey)), kid: 'k2', alg: 'ES256', use: 'sig' }]);
+    jwks.answer('keys');
+    await eventually(
+      'a token of the new key is served',
+      async () => (await svc.call('GET', '/plants', { token: rotated })).status === 200,
+      { timeoutMs: 5000, everyMs: 50 },
+    );
+    const absent = await svc.call('GET', '/plants', { token: await sign(good(), 'never-issued') });
+    assert.is(absent.status, 401, 'absent from a key set fetched fine');
+  } finally {
+    jwks.setKeys(keys);
+    jwks.answer('keys');
+    await svc.close();
+  }
+});
+
+test('the service process, AUTH=jwt: while the key server is known down (a failed /readyz), every request whose key is cached is served', async (ctx) => {
+  const { jwks, sign } = subject(ctx);
+  const svc = runNode('bootstrap/main.js', {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    AUTH: 'jwt',
+    JWT_JWKS_URL: jwks.url,
+    // A generous bound: a fresh process's first fetch on a loaded machine may take longer than this suite's 300 ms.
+    AUTH_TIMEOUT_MS: '10000',
+  });
+  try {
+    const base = `http://127.0.0.1:${(await svc.waitFor(/"port":(\d+)/))[1]}`;
+    const plants = (token: string) => fetch(`${base}/plants`, { headers: { authorization: `Bearer ${token}` } });
+    const tenant = await sign(good());
+    assert.is((await plants(tenant)).status, 200, 'key fetched and cached');
+    jwks.answer('status-500');
+    assert.is((await fetch(`${base}/readyz`)).status, 503, 'the key server is known down');
+    const statuses = await Promise.all(Array.from({ length: 20 }, async () => (await plants(tenant)).status));
+    assert.equal(statuses, Array<number>(20).fill(200));
+  } finally {
+    jwks.answer('keys');
+    svc.child.kill('SIGKILL');
+    await svc.exited;
   }
 });
 

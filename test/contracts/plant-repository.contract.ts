@@ -345,7 +345,8 @@ export const plantRepositoryContract = (adapter: string, setup: RepositorySetup)
       ),
     );
     const acknowledged = during.flatMap((o, i) => (E.isRight(o) && o.right._tag === 'Inserted' ? [BigInt(i)] : []));
-    for (const o of during) if (E.isLeft(o)) assert.equal(o.left, { _tag: 'StorageUnavailable' });
+    // A 503 either way: the index missing, or (contended) the owner's concurrent creates taking the slots it chose.
+    for (const o of during) if (E.isLeft(o)) assert.is(o.left._tag, 'StorageUnavailable');
     await subject(ctx).drift.repaired();
     const kept = await stored(ctx, owner);
     for (const id of acknowledged) assert.ok(kept.includes(id as PlantId), `acknowledged plant ${id} is kept`);

@@ -14,6 +14,8 @@ export interface JwksServer {
   readonly answer: (answer: JwksAnswer) => void;
   /** The key set served while answering 'keys'. */
   readonly setKeys: (keys: readonly object[]) => void;
+  /** The key set served now. */
+  readonly keys: () => readonly object[];
   /** Requests received so far. */
   readonly requests: () => number;
   readonly close: () => Promise<void>;
@@ -66,6 +68,7 @@ export const startJwksServer = async (keys: readonly object[]): Promise<JwksServ
     setKeys: (k) => {
       current = k;
     },
+    keys: () => current,
     requests: () => count,
     close: async () => {
       for (const s of sockets) s.destroy();

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as E from 'fp-ts/lib/Either.js';
 import type * as TE from 'fp-ts/lib/TaskEither.js';
 import { MongoClient, MongoServerError, ObjectId, type Collection } from 'mongodb';
-import { storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
+import { storageContended, storageUnavailable, type StorageUnavailable } from '../../../application/errors.js';
 import { NO_PLANT_LIMIT, type PlantPage, type PlantRepository } from '../../../application/ports/plant-repository.js';
 import type { Logger } from '../../../application/ports/logger.js';
 import type { Plant } from '../../../domain/plant.js';
@@ -73,6 +73,8 @@ const guarded =
       return E.right(await Promise.race([call, deadline]));
     } catch (e) {
       controller.abort(e); // past its deadline, or failed: a branch of the call still running sends nothing more
+      // The store answered that the request's write collided with another of its owner's: 503, but no outage.
+      if (isWriteConflict(e)) return E.left(storageContended);
       if (unavailable(e)) return E.left(storageUnavailable);
       throw e;
     } finally {
@@ -215,8 +217,8 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
       return async () => {
         const outcome = await attempt();
         if (E.isLeft(outcome)) return outcome;
-        // Concurrent creates of this owner kept taking the slots it chose: nothing stored, safe to retry.
-        return outcome.right === undefined ? E.left(storageUnavailable) : E.right(outcome.right);
+        // Concurrent creates of this owner kept taking the slots it chose: nothing stored, safe to retry; no outage.
+        return outcome.right === undefined ? E.left(storageContended) : E.right(outcome.right);
       };
     },
 

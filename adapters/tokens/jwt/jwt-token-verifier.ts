@@ -2,7 +2,7 @@ import * as E from 'fp-ts/lib/Either.js';
 import * as O from 'fp-ts/lib/Option.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import * as jose from 'jose';
-import { authUnavailable } from '../../../application/errors.js';
+import { authUnavailable, type AuthUnavailable } from '../../../application/errors.js';
 import type { TokenRejection, TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
 import { isScope, type Principal, type Scope } from '../../../domain/principal.js';
@@ -27,9 +27,17 @@ export interface JwtOptions {
   readonly jwksCooldownMs?: number;
   /** Why the key set could not be had (its status, not JSON, a timeout): the reason of the outage log line. */
   readonly keySourceFailed?: (reason: string) => void;
+  /**
+   * How every fetch of the key set runs: the token store's breaker (fail fast), which refuses a fetch at once while
+   * the key source is known down. Only fetches meet it: a token whose key is cached is verified whatever it says.
+   */
+  readonly keyFetches?: <A>(
+    operation: string,
+    fetch: TE.TaskEither<AuthUnavailable, A>,
+  ) => TE.TaskEither<AuthUnavailable, A>;
 }
 
-/** The JWKS URL did not answer with a key set (refused, timed out, not 200, not JSON, not a JWKS): an outage. */
+/** The JWKS URL did not answer with a key set (refused, timed out, not 200, not JSON, not a JWKS), or was not asked. */
 class KeySourceUnavailable extends Error {}
 
 const JWKS_ACCEPT = 'application/json, application/jwk-set+json';
@@ -72,6 +80,17 @@ const fetchKeySet = async (url: string, init: RequestInit): Promise<jose.JSONWeb
  */
 export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifier> => {
   const { key } = options;
+  const keyFetches = options.keyFetches ?? ((_operation, fetch) => fetch);
+  /** One fetch of the key set through the breaker; why it failed is reported before the breaker hears of it. */
+  const fetchKeys = (url: string, init: RequestInit): TE.TaskEither<AuthUnavailable, jose.JSONWebKeySet> =>
+    keyFetches('fetch keys', async () => {
+      try {
+        return E.right(await fetchKeySet(url, init));
+      } catch (e) {
+        options.keySourceFailed?.(e instanceof KeySourceUnavailable ? e.message : `the JWKS URL: ${String(e)}`);
+        return E.left(authUnavailable);
+      }
+    });
   let getKey: jose.JWTVerifyGetKey | Uint8Array | Awaited<ReturnType<typeof jose.importSPKI>>;
   let algorithms: string[];
   switch (key.kind) {
@@ -88,7 +107,11 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
         timeoutDuration: options.timeoutMs,
         ...(options.jwksCacheMaxAgeMs === undefined ? {} : { cacheMaxAge: options.jwksCacheMaxAgeMs }),
         ...(options.jwksCooldownMs === undefined ? {} : { cooldownDuration: options.jwksCooldownMs }),
-        [jose.customFetch]: async (url, init) => Response.json(await fetchKeySet(url, init)),
+        [jose.customFetch]: async (url, init) => {
+          const keys = await fetchKeys(url, init)();
+          if (E.isLeft(keys)) throw new KeySourceUnavailable('the key set could not be fetched');
+          return Response.json(keys.right);
+        },
       });
       algorithms = ['RS256', 'ES256'];
       break;
@@ -125,16 +148,16 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
     return { reason: `${e.code}: ${e.message}` };
   };
 
-  /** The key source did not answer: 503, never 401 (a `kid` unknown after a good fetch is the token's fault). */
-  const unavailable = (e: unknown): boolean => {
-    const outage =
-      e instanceof KeySourceUnavailable ||
-      e instanceof jose.errors.JWKSTimeout ||
-      e instanceof jose.errors.JWKSInvalid ||
-      (key.kind === 'jwks' && !(e instanceof jose.errors.JOSEError));
-    if (outage) options.keySourceFailed?.(e instanceof KeySourceUnavailable ? e.message : `the JWKS URL: ${String(e)}`);
-    return outage;
-  };
+  /**
+   * The key set could not be fetched (its failure already reported by `fetchKeys`): 503, never 401. A `kid` absent
+   * from a key set fetched fine is the token's fault (401); one that needs a fetch the key source cannot answer now
+   * may be a key just rotated in (503).
+   */
+  const unavailable = (e: unknown): boolean =>
+    e instanceof KeySourceUnavailable ||
+    e instanceof jose.errors.JWKSTimeout ||
+    e instanceof jose.errors.JWKSInvalid ||
+    (key.kind === 'jwks' && !(e instanceof jose.errors.JOSEError));
 
   return {
     verify: (token, rejected) => async () => {
@@ -160,17 +183,12 @@ export const jwtTokenVerifier = async (options: JwtOptions): Promise<TokenVerifi
     ping:
       key.kind === 'jwks'
         ? async () => {
-            try {
-              await fetchKeySet(key.url, {
-                signal: AbortSignal.timeout(options.timeoutMs),
-                redirect: 'manual',
-                headers: { accept: JWKS_ACCEPT },
-              });
-              return E.right(undefined);
-            } catch (e) {
-              unavailable(e);
-              return E.left(authUnavailable);
-            }
+            const keys = await fetchKeys(key.url, {
+              signal: AbortSignal.timeout(options.timeoutMs),
+              redirect: 'manual',
+              headers: { accept: JWKS_ACCEPT },
+            })();
+            return E.isLeft(keys) ? keys : E.right(undefined);
           }
         : TE.right(undefined),
   };

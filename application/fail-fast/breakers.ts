@@ -1,23 +1,19 @@
-import { left } from 'fp-ts/lib/Either.js';
-import type { TaskEither } from 'fp-ts/lib/TaskEither.js';
-import { authUnavailable, rateLimiterUnavailable, storageUnavailable } from '../../application/errors.js';
-import type { Logger } from '../../application/ports/logger.js';
-import type { PlantRepository } from '../../application/ports/plant-repository.js';
-import type { RateLimiter } from '../../application/ports/rate-limiter.js';
-import type { TokenVerifier } from '../../application/ports/token-verifier.js';
-import type { BackendMetrics, CallOutcome } from './metrics.js';
+import type { BackendMetrics } from '../ports/backend-metrics.js';
+import type { Logger } from '../ports/logger.js';
 
 /**
- * Decorators around the ports that reach a backend: each call is timed into the metrics, and availability follows the
- * outcomes. An outage is logged when it starts and when it ends, at most one line per backend every `throttleMs`
- * (flapping beyond that is counted into the next line). A backend is down when a call failed and none has been
- * answered since that call began (one slow call among answered ones is not an outage). While down, calls fail at once,
- * but for one probe at a time, at most one every PROBE_EVERY_MS, whose success lets every call through again.
+ * Fail fast (contract §11, §12): one breaker per backend decides whether a call may reach it now. A backend is down
+ * when a call to it failed (no answer, or not in time) and none has been answered since that call began (one slow call
+ * among answered ones is not an outage). While down, calls are refused at once (a 503 with Retry-After), but for one
+ * probe at a time, at most one every PROBE_EVERY_MS, whose answer lets every call through again. Only the backend's
+ * own failures count: what it answered, a refusal or a fault included, is an answer, so no caller opens a breaker by
+ * what it asks (guards.ts). An outage is logged when it starts and when it ends, at most one line per backend every
+ * `throttleMs` (flapping beyond that is counted into the next line), and availability goes to the metrics.
  */
 
 export type BackendName = 'storage' | 'token store' | 'rate limiter';
 
-export interface BackendObserver {
+export interface Breakers {
   /** A driver's own report of trouble (a failed heartbeat, a connection error): the reason of the next outage line. */
   readonly driverError: (backend: BackendName, reason: string) => void;
   readonly answered: (backend: BackendName) => void;
@@ -58,7 +54,7 @@ interface State {
   flush: (() => void) | undefined;
 }
 
-export const backendObserver = ({
+export const backendBreakers = ({
   logger,
   metrics,
   throttleMs = 10_000,
@@ -71,7 +67,7 @@ export const backendObserver = ({
   /** How long an outage line may wait for the driver's reason, which can come after the failed call. */
   readonly reasonWaitMs?: number;
   readonly now?: () => number;
-}): BackendObserver => {
+}): Breakers => {
   const states = new Map<BackendName, State>();
   const stateOf = (backend: BackendName): State => {
     let s = states.get(backend);
@@ -153,77 +149,3 @@ export const backendObserver = ({
     },
   };
 };
-
-interface Probe {
-  readonly observer: BackendObserver;
-  readonly metrics: BackendMetrics | undefined;
-}
-
-const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-/**
- * Times one call and reports its outcome: a Left tagged `unavailable` is the backend's failure, any other Left (a full
- * store) its answer; a throw is reported and thrown on. A call the observer does not admit is `unavailable` at once.
- */
-const timed =
-  <E, A>(
-    probe: Probe,
-    backend: BackendName,
-    operation: string,
-    unavailable: E & { readonly _tag: string },
-    task: TaskEither<E, A>,
-  ): TaskEither<E, A> =>
-  async () => {
-    const admitted = probe.observer.admit(backend);
-    if (admitted === 'refuse') {
-      probe.metrics?.observeCall(backend, operation, 'unavailable', 0);
-      return left(unavailable);
-    }
-    const started = performance.now();
-    const answersBefore = probe.observer.answers(backend);
-    const report = (outcome: CallOutcome) => {
-      const ms = performance.now() - started;
-      probe.metrics?.observeCall(backend, operation, outcome, ms / 1000);
-      if (admitted === 'probe') probe.observer.probed(backend);
-      return ms;
-    };
-    let result;
-    try {
-      result = await task();
-    } catch (e) {
-      report('error');
-      probe.observer.failed(backend, describe(e), answersBefore);
-      throw e;
-    }
-    if (result._tag === 'Right') {
-      report('ok');
-      probe.observer.answered(backend);
-    } else {
-      const ms = report('unavailable');
-      if ((result.left as { _tag?: unknown })._tag !== unavailable._tag) probe.observer.answered(backend);
-      else probe.observer.failed(backend, `no answer (gave up after ${Math.round(ms)} ms)`, answersBefore);
-    }
-    return result;
-  };
-
-export const observedPlants = (plants: PlantRepository, probe: Probe): PlantRepository => ({
-  insert: (owner, plant, maxPlants) =>
-    timed(probe, 'storage', 'insert', storageUnavailable, plants.insert(owner, plant, maxPlants)),
-  page: (owner, after, limit) => timed(probe, 'storage', 'page', storageUnavailable, plants.page(owner, after, limit)),
-  remove: (owner, id) => timed(probe, 'storage', 'remove', storageUnavailable, plants.remove(owner, id)),
-  ping: timed(probe, 'storage', 'ping', storageUnavailable, plants.ping),
-});
-
-export const observedTokens = (tokens: TokenVerifier, probe: Probe): TokenVerifier => ({
-  verify: (token, rejected) => timed(probe, 'token store', 'verify', authUnavailable, tokens.verify(token, rejected)),
-  ping: timed(probe, 'token store', 'ping', authUnavailable, tokens.ping),
-});
-
-/** The limiter, timed and reported like the other backends; every refusal it decides is counted too. */
-export const observedLimiter = (limiter: RateLimiter, probe: Probe): RateLimiter => ({
-  consume: (key) => async () => {
-    const decision = await timed(probe, 'rate limiter', 'consume', rateLimiterUnavailable, limiter.consume(key))();
-    if (decision._tag === 'Right' && !decision.right.allowed) probe.metrics?.rateLimited();
-    return decision;
-  },
-});

@@ -2,23 +2,20 @@ import * as E from 'fp-ts/lib/Either.js';
 import * as TE from 'fp-ts/lib/TaskEither.js';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { storageUnavailable } from '../../application/errors.js';
+import { storageContended, storageUnavailable } from '../../application/errors.js';
 import type { PlantRepository } from '../../application/ports/plant-repository.js';
 import type { RateLimiter } from '../../application/ports/rate-limiter.js';
-import {
-  backendObserver,
-  observedLimiter,
-  observedPlants,
-  redact,
-} from '../../adapters/observability/observed-backends.js';
+import { backendBreakers, redact } from '../../application/fail-fast/breakers.js';
+import { failFastLimiter, failFastPlants } from '../../application/fail-fast/guards.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
-import { serviceMetrics, type BackendMetrics } from '../../adapters/observability/metrics.js';
+import type { BackendMetrics } from '../../application/ports/backend-metrics.js';
+import { serviceMetrics } from '../../adapters/observability/metrics.js';
 import { Owner } from '../../domain/plant.js';
 import { parseExposition } from '../support/prometheus-text.js';
 import { aPlant, freshOwner } from '../support/fixtures.js';
 import { eventually } from '../support/wait.js';
 
-const test = suite('backend observer: outages logged once, throttled, with the reason');
+const test = suite('fail fast: a breaker per backend, opened by its failures only; outages logged once, throttled');
 
 interface Line {
   readonly level: string;
@@ -31,22 +28,22 @@ const harness = (throttleMs = 10_000, metrics?: BackendMetrics) => {
   const at = (level: string) => (fields: object, message: string) =>
     lines.push({ level, fields: fields as Record<string, unknown>, message });
   let clock = 1_000_000;
-  const observer = backendObserver({
+  const breakers = backendBreakers({
     logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
     throttleMs,
     now: () => clock,
     ...(metrics === undefined ? {} : { metrics }),
   });
-  return { observer, lines, advance: (ms: number) => (clock += ms) };
+  return { breakers, lines, advance: (ms: number) => (clock += ms) };
 };
 
 test('an outage is one warning with its reason, however many calls fail, and one line when it ends', () => {
-  const { observer, lines, advance } = harness();
-  observer.answered('storage');
-  for (let i = 0; i < 100; i++) observer.failed('storage', 'no answer (gave up after 2000 ms)');
+  const { breakers, lines, advance } = harness();
+  breakers.answered('storage');
+  for (let i = 0; i < 100; i++) breakers.failed('storage', 'no answer (gave up after 2000 ms)');
   advance(3_500);
-  observer.answered('storage');
-  observer.answered('storage');
+  breakers.answered('storage');
+  breakers.answered('storage');
   assert.equal(lines, [
     {
       level: 'warn',
@@ -58,9 +55,9 @@ test('an outage is one warning with its reason, however many calls fail, and one
 });
 
 test("the driver's own recent report is the reason; credentials in it are masked", () => {
-  const { observer, lines } = harness();
-  observer.driverError('token store', 'connect ECONNREFUSED for redis://admin:hunter2@cache:6379');
-  observer.failed('token store', 'no answer (gave up after 1 ms)');
+  const { breakers, lines } = harness();
+  breakers.driverError('token store', 'connect ECONNREFUSED for redis://admin:hunter2@cache:6379');
+  breakers.failed('token store', 'no answer (gave up after 1 ms)');
   assert.is(lines[0]?.fields['reason'], 'connect ECONNREFUSED for redis://***@cache:6379');
   assert.not.match(JSON.stringify(lines), /hunter2/);
   assert.is(redact('mongodb://u:p@h1,h2/db'), 'mongodb://***@h1,h2/db');
@@ -70,21 +67,21 @@ test("an outage line waits briefly for the driver's reason when the failure is s
   const lines: Line[] = [];
   const at = (level: string) => (fields: object, message: string) =>
     lines.push({ level, fields: fields as Record<string, unknown>, message });
-  const observer = backendObserver({
+  const breakers = backendBreakers({
     logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
     reasonWaitMs: 30,
   });
-  observer.failed('token store', 'no answer (gave up after 0 ms)');
+  breakers.failed('token store', 'no answer (gave up after 0 ms)');
   assert.is(lines.length, 0, 'held for the reason');
-  observer.driverError('token store', 'the connection to Redis closed');
+  breakers.driverError('token store', 'the connection to Redis closed');
   await eventually('the held line is written once its wait is over', () => lines.length > 0);
   assert.equal(
     lines.map((l) => [l.message, l.fields['reason']]),
     [['token store unavailable', 'the connection to Redis closed']],
   );
-  observer.answered('token store');
-  observer.failed('storage', 'no answer (gave up after 2000 ms)');
-  observer.answered('storage');
+  breakers.answered('token store');
+  breakers.failed('storage', 'no answer (gave up after 2000 ms)');
+  breakers.answered('storage');
   assert.equal(
     lines.slice(2).map((l) => [l.message, l.fields['reason']]),
     [
@@ -96,11 +93,11 @@ test("an outage line waits briefly for the driver's reason when the failure is s
 });
 
 test('a flapping backend logs at most one outage per throttle window, and counts the others', () => {
-  const { observer, lines, advance } = harness(10_000);
+  const { breakers, lines, advance } = harness(10_000);
   for (let i = 0; i < 20; i++) {
-    observer.failed('token store', 'down');
+    breakers.failed('token store', 'down');
     advance(100);
-    observer.answered('token store');
+    breakers.answered('token store');
     advance(100);
   }
   assert.equal(
@@ -109,15 +106,15 @@ test('a flapping backend logs at most one outage per throttle window, and counts
     'the first outage and its end; the 19 after it within 4 s are held back',
   );
   advance(10_000);
-  observer.failed('token store', 'down');
+  breakers.failed('token store', 'down');
   assert.is(lines.length, 3);
   assert.is(lines[2]?.fields['outagesNotLogged'], 19);
 });
 
 test('each backend is tracked apart', () => {
-  const { observer, lines } = harness();
-  observer.failed('storage', 'a');
-  observer.failed('rate limiter', 'b');
+  const { breakers, lines } = harness();
+  breakers.failed('storage', 'a');
+  breakers.failed('rate limiter', 'b');
   assert.equal(
     lines.map((l) => l.message),
     ['storage unavailable', 'rate limiter unavailable'],
@@ -126,8 +123,8 @@ test('each backend is tracked apart', () => {
 
 test('the decorated ports time every call into the metrics and report availability', async () => {
   const metrics = serviceMetrics();
-  const { observer, lines } = harness(10_000, metrics.backends);
-  const probe = { observer, metrics: metrics.backends };
+  const { breakers, lines } = harness(10_000, metrics.backends);
+  const failFast = { breakers, metrics: metrics.backends };
   const owner = Owner.from('o');
   assert.ok(owner._tag === 'Right');
   let down = false;
@@ -136,7 +133,7 @@ test('the decorated ports time every call into the metrics and report availabili
     ...memory,
     page: (o, a, l) => (down ? TE.left(storageUnavailable) : memory.page(o, a, l)),
   };
-  const plants = observedPlants(flaky, probe);
+  const plants = failFastPlants(flaky, failFast);
   await plants.page(owner.right, undefined, 10)();
   down = true;
   await plants.page(owner.right, undefined, 10)();
@@ -144,9 +141,9 @@ test('the decorated ports time every call into the metrics and report availabili
   const limiter: RateLimiter = {
     consume: () => async () => E.right({ allowed, limit: 1, remaining: 0, resetSeconds: 1 }),
   };
-  await observedLimiter(limiter, probe).consume('k')();
+  await failFastLimiter(limiter, failFast).consume('k')();
   allowed = true;
-  await observedLimiter(limiter, probe).consume('k')();
+  await failFastLimiter(limiter, failFast).consume('k')();
   const m = parseExposition(await metrics.exposition.scrape());
   assert.is(
     m.value('plantstore_backend_call_duration_seconds_count', { backend: 'storage', operation: 'page', outcome: 'ok' }),
@@ -183,9 +180,9 @@ const switchedStore = () => {
 };
 
 test('while storage is known down, calls fail at once without reaching it, but for one probe a second', async () => {
-  const { observer, advance } = harness();
+  const { breakers, advance } = harness();
   const { store, state, release } = switchedStore();
-  const plants = observedPlants(store, { observer, metrics: undefined });
+  const plants = failFastPlants(store, { breakers, metrics: undefined });
   const owner = freshOwner();
   const create = (id: number) => plants.insert(owner, aPlant(BigInt(id)))();
   state.down = true;
@@ -215,7 +212,7 @@ test('while storage is known down, calls fail at once without reaching it, but f
 });
 
 test('one call past its deadline while others are answered is not an outage: the calls after it reach the store', async () => {
-  const { observer } = harness();
+  const { breakers } = harness();
   const memory = memoryPlantRepository();
   let reached = 0;
   const slow: Array<() => void> = [];
@@ -228,7 +225,7 @@ test('one call past its deadline while others are answered is not an outage: the
       return E.left(storageUnavailable); // its deadline passed, as an owner's long load's would
     },
   };
-  const plants = observedPlants(store, { observer, metrics: undefined });
+  const plants = failFastPlants(store, { breakers, metrics: undefined });
   const owner = freshOwner();
   const create = (id: number) => plants.insert(owner, aPlant(BigInt(id)))();
   const late = create(1);
@@ -241,11 +238,11 @@ test('one call past its deadline while others are answered is not an outage: the
 });
 
 test('a store that answers "full" is up: calls after it still reach the store', async () => {
-  const { observer } = harness();
+  const { breakers } = harness();
   const memory = memoryPlantRepository({ maxPlants: 1 });
   let reached = 0;
   const counted: PlantRepository = { ...memory, insert: (o, p, m) => (reached++, memory.insert(o, p, m)) };
-  const plants = observedPlants(counted, { observer, metrics: undefined });
+  const plants = failFastPlants(counted, { breakers, metrics: undefined });
   const owner = freshOwner();
   const create = (id: number) => plants.insert(owner, aPlant(BigInt(id)))();
   assert.ok(E.isRight(await create(1)));
@@ -253,5 +250,39 @@ test('a store that answers "full" is up: calls after it still reach the store', 
   await Promise.all([create(3), create(4)]);
   assert.is(reached, 4);
 });
+
+/** A memory store whose calls are counted, and which answers one owner's calls as `answer` says. */
+const oneOwnerStore = (victim: string, answer: 'throw' | 'contended') => {
+  const memory = memoryPlantRepository();
+  const state = { reached: 0 };
+  const store: PlantRepository = {
+    ...memory,
+    insert: (o, p, m) => async () => {
+      state.reached += 1;
+      if (o !== victim) return memory.insert(o, p, m)();
+      if (answer === 'throw') throw new Error('a stored plant document has an unexpected shape');
+      return E.left(storageContended);
+    },
+  };
+  return { store, state };
+};
+
+for (const answer of ['throw', 'contended'] as const) {
+  test(`one owner's ${answer === 'throw' ? 'fault (a throw, a 500)' : 'colliding creates (a contended 503)'} opens no breaker: every other call reaches the store`, async () => {
+    const { breakers, lines } = harness();
+    const victim = freshOwner();
+    const { store, state } = oneOwnerStore(victim, answer);
+    const plants = failFastPlants(store, { breakers, metrics: undefined });
+    const outcome = await plants
+      .insert(victim, aPlant(1n))()
+      .catch((e: unknown) => e);
+    if (answer === 'throw') assert.instance(outcome, Error);
+    else assert.equal(outcome, E.left(storageContended));
+    const others = await Promise.all([2, 3, 4].map((id) => plants.insert(freshOwner(), aPlant(BigInt(id)))()));
+    assert.ok(others.every(E.isRight), 'none refused');
+    assert.is(state.reached, 4, 'every call reached the store');
+    assert.equal(lines, [], 'no outage logged');
+  });
+}
 
 test.run();

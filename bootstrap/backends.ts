@@ -51,8 +51,11 @@ export const memoryMaxPlants = (storage: MemoryConfig): number =>
 /** Where the drivers' own error reports go (the reason logged when a backend fails); never a credential. */
 export interface DriverHooks {
   readonly driverError?: (backend: 'storage' | 'token store' | 'rate limiter', reason: string) => void;
-  /** The Redis server (host:port) a backend now uses, through Sentinel the primary of the moment. */
-  readonly redisPrimary?: (backend: 'token store' | 'rate limiter', address: string | undefined) => void;
+  /**
+   * A backend's Redis connection is ready (it answered its ready check) on `address` (host:port; through Sentinel the
+   * primary of the moment): the backend answers again, so failing fast may stop at once rather than at its next probe.
+   */
+  readonly redisReady?: (backend: 'token store' | 'rate limiter', address: string | undefined) => void;
 }
 
 /** Chooses and connects the adapters that the configuration names; the only place that choice is made. */
@@ -81,9 +84,9 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
     let primary: string | undefined;
     redis.on('ready', () => {
       const now = connectedTo(redis);
+      hooks.redisReady?.(backend, now);
       if (now === primary) return;
       primary = now;
-      hooks.redisPrimary?.(backend, now);
       logger.info({ backend, redis: now, sentinel: target.kind === 'sentinel' }, 'Redis connection ready');
     });
     firstConnections.push(whenReady(redis, timeoutMs));

@@ -188,7 +188,13 @@ const main = async (): Promise<void> => {
   };
   onStopSignal((signal) => void stop(signal));
 
-  const connected = await connectBackends(config, logger, { driverError: observer.driverError });
+  const connected = await connectBackends(config, logger, {
+    driverError: observer.driverError,
+    redisReady: (backend, address) => {
+      metrics.backends.redisServer?.(backend, address);
+      observer.answered(backend);
+    },
+  });
   backends = connected;
   if (stopping) return;
 

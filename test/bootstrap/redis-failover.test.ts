@@ -254,8 +254,15 @@ const failover = async ({ restartSentinel }: { readonly restartSentinel: boolean
     }
     assert.ok(back - promoted < 2000, `back ${Math.round(back - promoted)} ms after the promotion`);
     assert.ok(Math.max(...reachedAt) - deleted < 1000, 'the revocation reached every process within 1 s');
-    // Every token issued before the kill still authenticates on every process; the one revoked stays refused.
+    // Every token issued before the kill still authenticates on every process; the one revoked stays refused; /metrics
+    // names the new primary for both Redis backends.
     for (const base of bases) {
+      const scrape = await (await fetch(`${base}/metrics`)).text();
+      const servers = scrape.split('\n').filter((line) => line.startsWith('plantstore_redis_server_info{'));
+      assert.equal(servers.sort(), [
+        `plantstore_redis_server_info{backend="rate_limiter",address="127.0.0.1:${set.replica.port}"} 1`,
+        `plantstore_redis_server_info{backend="token_store",address="127.0.0.1:${set.replica.port}"} 1`,
+      ]);
       assert.is(await status(base, live), 200);
       assert.is(await status(base, revoked), 401);
     }

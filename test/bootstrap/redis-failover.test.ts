@@ -249,7 +249,10 @@ const failover = async ({ restartSentinel }: { readonly restartSentinel: boolean
       if (l.token === 'live') assert.ok(!l.answers.some((a) => a.status === 401), `${at}: a 401 for a live token`);
       if (l.token === 'revoked') assert.ok(!l.answers.some((a) => a.status === 200), `${at}: a revoked token served`);
       if (l.token === 'later') {
-        assert.ok(!l.answers.some((a) => a.status === 200 && a.sent > deleted), `${at}: served after its revocation`);
+        // Redis tells the test and the processes of the deletion at once: a request sent in between may still be
+        // served from a cache; once a process has refused the token, never again.
+        const refused = reachedAt[bases.indexOf(l.base)] as number;
+        assert.ok(!l.answers.some((a) => a.status === 200 && a.sent > refused), `${at}: served after it was refused`);
       }
     }
     assert.ok(back - promoted < 2000, `back ${Math.round(back - promoted)} ms after the promotion`);

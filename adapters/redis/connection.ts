@@ -31,7 +31,7 @@ export type RedisTarget = RedisServer | RedisSentinel;
 export const describeTarget = (target: RedisTarget): string =>
   target.kind === 'server'
     ? `${target.host}:${target.port}/${target.db}`
-    : `primary "${target.name}" of the sentinels ${target.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}, /${target.db}`;
+    : `the primary "${target.name}" of the sentinels ${target.sentinels.map((s) => `${s.host}:${s.port}`).join(',')}, database ${target.db}`;
 
 const targetOptions = (target: RedisTarget | string): RedisOptions | string => {
   if (typeof target === 'string') return target;

@@ -150,6 +150,7 @@ const failover = async ({ restartSentinel }: { readonly restartSentinel: boolean
     // The promotion as the sentinels announce it: the earliest `+switch-master` of any of them.
     let promotedAt: number | undefined;
     let promotedTo = '';
+    let promotedAtEpoch = 0;
     for (const sentinel of set.sentinels) {
       const watcher = redisConnection(sentinel.uri, 2000);
       watchers.push(watcher);
@@ -157,6 +158,7 @@ const failover = async ({ restartSentinel }: { readonly restartSentinel: boolean
       watcher.on('message', (channel: string, message: string) => {
         if (promotedAt !== undefined || channel !== '+switch-master') return;
         promotedAt = performance.now();
+        promotedAtEpoch = Date.now();
         promotedTo = message;
       });
       await watcher.subscribe('+switch-master');
@@ -255,7 +257,22 @@ const failover = async ({ restartSentinel }: { readonly restartSentinel: boolean
         assert.ok(!l.answers.some((a) => a.status === 200 && a.sent > refused), `${at}: served after it was refused`);
       }
     }
-    assert.ok(back - promoted < 2000, `back ${Math.round(back - promoted)} ms after the promotion`);
+    // What each process logged of its Redis connections, in ms from the promotion: says where the time went.
+    const readyTimes = services.map((p) =>
+      p
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('"msg":"Redis connection ready"'))
+        .map(
+          (line) =>
+            `${/"backend":"([^"]+)"/.exec(line)?.[1]} ${Number(/"time":(\d+)/.exec(line)?.[1]) - promotedAtEpoch}`,
+        )
+        .join(', '),
+    );
+    assert.ok(
+      back - promoted < 2000,
+      `back ${Math.round(back - promoted)} ms after the promotion; connections ready: ${readyTimes.join(' | ')}`,
+    );
     assert.ok(Math.max(...reachedAt) - deleted < 1000, 'the revocation reached every process within 1 s');
     // Every token issued before the kill still authenticates on every process; the one revoked stays refused; /metrics
     // names the new primary for both Redis backends.

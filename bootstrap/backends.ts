@@ -8,7 +8,7 @@ import type { TokenVerifier } from '../application/ports/token-verifier.js';
 import { Owner } from '../domain/plant.js';
 import { memoryRateLimiter } from '../adapters/rate-limit/memory/memory-rate-limiter.js';
 import { redisRateLimiter } from '../adapters/rate-limit/redis/redis-rate-limiter.js';
-import { closeRedis, redisConnection, whenReady } from '../adapters/redis/connection.js';
+import { closeRedis, connectedTo, redisConnection, whenReady, type RedisTarget } from '../adapters/redis/connection.js';
 import { memoryCapacity } from '../adapters/storage/memory/capacity.js';
 import { memoryPlantRepository } from '../adapters/storage/memory/memory-plant-repository.js';
 import type { MongodbPlantRepository } from '../adapters/storage/mongodb/mongodb-plant-repository.js';
@@ -55,6 +55,11 @@ export interface DriverHooks {
   readonly driverError?: (backend: 'storage' | 'token store' | 'rate limiter', reason: string) => void;
   /** The token store's breaker, for a verifier that reaches its backend on some calls only (JWKS key fetches). */
   readonly tokenStoreCalls?: JwtOptions['keyFetches'];
+  /**
+   * A backend's Redis connection is ready (it answered its ready check) on `address` (host:port; through Sentinel the
+   * primary of the moment): the backend answers again, so failing fast may stop at once rather than at its next probe.
+   */
+  readonly redisReady?: (backend: 'token store' | 'rate limiter', address: string | undefined) => void;
 }
 
 /** Chooses and connects the adapters that the configuration names; the only place that choice is made. */
@@ -63,11 +68,11 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
   /** Each connection's first wait before serving: its own bound. */
   const firstConnections: Array<Promise<boolean>> = [];
   /** A Redis connection of the backend's own: neither runs on the other's timeout, and errors name the right one. */
-  const redisFor = (backend: 'token store' | 'rate limiter', url: string, timeoutMs: number): Redis => {
+  const redisFor = (backend: 'token store' | 'rate limiter', target: RedisTarget, timeoutMs: number): Redis => {
     // ioredis reports every failed reconnect: kept as the reason of the next outage line (logged once, throttled).
     let lastError = 0;
     const redis = redisConnection(
-      url,
+      target,
       timeoutMs,
       (e) => {
         lastError = Date.now();
@@ -78,6 +83,15 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
     // A closed connection is the reason only when no error explains it (a server stopped, not a refused login).
     redis.on('close', () => {
       if (Date.now() - lastError > 1000) hooks.driverError?.(backend, 'the connection to Redis closed');
+    });
+    // Which server answers (through Sentinel: the primary of the moment), said whenever it changes.
+    let primary: string | undefined;
+    redis.on('ready', () => {
+      const now = connectedTo(redis);
+      hooks.redisReady?.(backend, now);
+      if (now === primary) return;
+      primary = now;
+      logger.info({ backend, redis: now, sentinel: target.kind === 'sentinel' }, 'Redis connection ready');
     });
     firstConnections.push(whenReady(redis, timeoutMs));
     closers.push(() => closeRedis(redis));
@@ -124,7 +138,7 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
       case 'static':
         return staticTokens(auth.tokens);
       case 'redis': {
-        const store = redisTokenStore(redisFor('token store', auth.url, auth.timeoutMs), {
+        const store = redisTokenStore(redisFor('token store', auth.redis, auth.timeoutMs), {
           cacheTtlMs: auth.cacheTtlMs,
           logger,
         });
@@ -152,7 +166,7 @@ export const connectBackends = async (config: Config, logger: Logger, hooks: Dri
       ? undefined
       : rateLimit.store === 'memory'
         ? memoryRateLimiter(rateLimit)
-        : redisRateLimiter(redisFor('rate limiter', rateLimit.redisUrl, rateLimit.timeoutMs), rateLimit);
+        : redisRateLimiter(redisFor('rate limiter', rateLimit.redis, rateLimit.timeoutMs), rateLimit);
 
   // Give Redis connections their first chance before serving; a Redis still down is reported by /readyz and 503s.
   await Promise.all(firstConnections);

@@ -1,5 +1,6 @@
 /** Every setting, decoded from the environment at start-up; a bad value is one line (variable, problem, example). */
 import type { ServerLimits } from '../adapters/http/server/server.js';
+import type { RedisTarget } from '../adapters/redis/connection.js';
 import type { JwtOptions } from '../adapters/tokens/jwt/jwt-token-verifier.js';
 import type { StaticTokenEntry } from './config/auth-tokens.js';
 import { ConfigError, get, type Env, type Variable } from './config/readers.js';
@@ -22,7 +23,14 @@ export const JWT_CLOCK_TOLERANCE_SECONDS = 5;
 
 export type AuthConfig =
   | { readonly kind: 'static'; readonly tokens: readonly StaticTokenEntry[] | undefined }
-  | { readonly kind: 'redis'; readonly url: string; readonly timeoutMs: number; readonly cacheTtlMs: number }
+  | {
+      readonly kind: 'redis';
+      readonly redis: RedisTarget;
+      readonly timeoutMs: number;
+      readonly cacheTtlMs: number;
+      /** Replicas that must acknowledge a token write (issue, revoke) before it is reported done. */
+      readonly waitReplicas: number;
+    }
   | ({ readonly kind: 'jwt' } & Omit<JwtOptions, 'logger'>);
 
 export interface MemoryConfig {
@@ -69,7 +77,7 @@ export const loadConfig = (env: Env) => {
       max: get(env, variables.RATE_LIMIT_MAX),
       windowMs: get(env, variables.RATE_LIMIT_WINDOW_MS),
       store: get(env, variables.RATE_LIMIT_STORE),
-      redisUrl: get(env, variables.REDIS_URL),
+      redis: loadRedis(env),
       timeoutMs: RATE_LIMIT_TIMEOUT_MS,
     },
     logFormat: get(env, variables.LOG_FORMAT),
@@ -115,6 +123,42 @@ const loadServerLimits = (env: Env): ServerLimitsConfig => {
   };
 };
 
+/** Whether the variable (or its `_FILE` form) is set. */
+const given = (env: Env, name: string) => (env[name] ?? '') !== '' || (env[`${name}_FILE`] ?? '') !== '';
+
+/** Where Redis is: one server (REDIS_URL) or a primary through Sentinel (REDIS_SENTINELS), never both. */
+const loadRedis = (env: Env): RedisTarget => {
+  const sentinels = get(env, variables.REDIS_SENTINELS);
+  const sentinelExample = `for example REDIS_SENTINELS=${variables.REDIS_SENTINELS.example}`;
+  if (sentinels === undefined) {
+    for (const name of ['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD', 'REDIS_USERNAME', 'REDIS_PASSWORD']) {
+      if (given(env, name)) {
+        throw new ConfigError(
+          `${name}: applies only with REDIS_SENTINELS (with REDIS_URL, the URL holds the credentials: redis://user:password@host:6379); ${sentinelExample}`,
+        );
+      }
+    }
+    return get(env, variables.REDIS_URL);
+  }
+  if (given(env, 'REDIS_URL')) {
+    throw new ConfigError(
+      `REDIS_URL: set REDIS_URL (one Redis) or REDIS_SENTINELS (a primary through Sentinel), not both; ${sentinelExample}`,
+    );
+  }
+  const username = get(env, variables.REDIS_USERNAME);
+  const password = get(env, variables.REDIS_PASSWORD);
+  const sentinelPassword = get(env, variables.REDIS_SENTINEL_PASSWORD);
+  return {
+    kind: 'sentinel',
+    sentinels,
+    name: get(env, variables.REDIS_SENTINEL_NAME),
+    ...(username === undefined ? {} : { username }),
+    ...(password === undefined ? {} : { password }),
+    ...(sentinelPassword === undefined ? {} : { sentinelPassword }),
+    db: 0,
+  };
+};
+
 const loadAuth = (env: Env): AuthConfig => {
   const kind = get(env, variables.AUTH);
   switch (kind) {
@@ -123,8 +167,9 @@ const loadAuth = (env: Env): AuthConfig => {
     case 'redis':
       return {
         kind,
-        url: get(env, variables.REDIS_URL),
+        redis: loadRedis(env),
         timeoutMs: get(env, variables.AUTH_TIMEOUT_MS),
+        waitReplicas: get(env, variables.REDIS_WAIT_REPLICAS) ?? (given(env, 'REDIS_SENTINELS') ? 1 : 0),
         cacheTtlMs: get(env, variables.TOKEN_CACHE_TTL_MS),
       };
     case 'jwt': {

@@ -194,6 +194,10 @@ const main = async (): Promise<void> => {
   const connected = await connectBackends(config, logger, {
     driverError: breakers.driverError,
     tokenStoreCalls: tokenStoreGuard(failFast),
+    redisReady: (backend, address) => {
+      metrics.backends.redisServer?.(backend, address);
+      breakers.answered(backend);
+    },
   });
   backends = connected;
   if (stopping) return;

@@ -1,8 +1,8 @@
 import './require-supported-node.js';
 import { parseArgs } from 'node:util';
-import type { RedisOptions } from 'ioredis';
 import * as E from 'fp-ts/lib/Either.js';
-import type { TokenGrant } from '../adapters/tokens/redis/redis-token-store.js';
+import type { TokenGrant, Unreplicated } from '../adapters/tokens/redis/redis-token-store.js';
+import type { AuthUnavailable } from '../application/errors.js';
 import { Owner } from '../domain/plant.js';
 import { isScope } from '../domain/principal.js';
 import { isBearerToken } from '../domain/principal.js';
@@ -29,18 +29,15 @@ const USAGE = `usage: AUTH=redis REDIS_URL=redis://127.0.0.1:6379 npm run --sile
       a secret. Without --owner it walks the Redis keyspace once (SCAN) to find the owners: a command for an operator,
       not for a script run often on a large store
   --help          prints this text (also after a command: issue --help, revoke --help)
-Each option at most once. The token store is the configured one: AUTH=redis and its REDIS_URL. The service that
-is to accept the token must run with the same AUTH=redis and REDIS_URL: a service on the default AUTH=static
-answers 401 to a token issued here.`;
+Each option at most once. The token store is the configured one: AUTH=redis and its REDIS_URL, or REDIS_SENTINELS
+(a primary through Sentinel). The service that is to accept the token must run with the same configuration: a
+service on the default AUTH=static answers 401 to a token issued here. With REDIS_WAIT_REPLICAS (1 by default with
+REDIS_SENTINELS) a command succeeds only once that many replicas hold its writes; else it exits 1 and says so.`;
 
 /** A token on standard input is at most this long (a b64token of TOKEN_MAX characters and a line ending). */
 const STDIN_MAX = 8192;
 
 class UsageError extends Error {}
-
-/** The Redis written to (host:port/db or socket), never the credentials: the service must use the same one. */
-const redisTarget = (options: RedisOptions, defaulted: boolean): string =>
-  `Redis at ${options.path ? `unix:${options.path}` : `${options.host ?? ''}:${options.port ?? ''}`}/${options.db ?? 0}${defaulted ? ', the default: REDIS_URL is unset' : ''}`;
 
 type Command =
   | { readonly kind: 'help' }
@@ -170,23 +167,47 @@ const run = async (): Promise<number> => {
     throw new ConfigError(`AUTH: the token command needs AUTH=redis (got ${config.auth.kind}); for example AUTH=redis`);
   }
   // The Redis driver is loaded only now: a usage or configuration error answers without paying for it.
-  const { closeRedis, redisConnection, whenReady } = await import('../adapters/redis/connection.js');
+  const { closeRedis, connectedTo, describeTarget, redisConnection, whenReady } =
+    await import('../adapters/redis/connection.js');
   const { ownerIndexOf, redisTokenStore } = await import('../adapters/tokens/redis/redis-token-store.js');
   // The driver's first complaint (a refused connection, password or database) says why Redis did not answer; what
   // follows it is the aftermath (commands flushed from the dropped connection).
   let firstError = '';
-  const redis = redisConnection(config.auth.url, config.auth.timeoutMs, (e) => (firstError ||= ` (${e.message})`));
-  const target = redisTarget(redis.options, (process.env['REDIS_URL'] ?? '') === '');
-  const noAnswer = (outcome = ''): number => {
-    process.stderr.write(`the token store (${target}) did not answer${firstError}${outcome}\n`);
-    return 1;
-  };
+  const { redis: where, timeoutMs, waitReplicas } = config.auth;
+  const redis = redisConnection(where, timeoutMs, (e) => (firstError ||= ` (${e.message})`));
+  const defaulted = where.kind === 'server' && (process.env['REDIS_URL'] ?? '') === '';
+  // The Redis written to, never a credential: the service must use the same one. Through Sentinel, the primary too.
+  let target = `Redis at ${describeTarget(where)}${defaulted ? ', the default: REDIS_URL is unset' : ''}`;
+  /** WAIT's bound: half the command timeout, so that its answer comes before the command times out. */
+  const waitMs = Math.floor(timeoutMs / 2);
+  /** The store's failure as one line: it did not answer, or too few replicas acknowledged what the primary did. */
+  const failed =
+    (unanswered: string, unreplicated: string) =>
+    (left: AuthUnavailable | Unreplicated): number => {
+      process.stderr.write(
+        left._tag === 'Unreplicated'
+          ? `${unreplicated.replace('%', target)}: ${left.acknowledged} of the ${waitReplicas} replica(s) REDIS_WAIT_REPLICAS asks for acknowledged within ${waitMs} ms\n`
+          : `the token store (${target}) did not answer${firstError}${unanswered}\n`,
+      );
+      return 1;
+    };
   try {
-    await whenReady(redis, config.auth.timeoutMs);
-    const store = redisTokenStore(redis, { cacheTtlMs: 0 });
+    await whenReady(redis, timeoutMs);
+    const primary = connectedTo(redis);
+    if (where.kind === 'sentinel' && primary !== undefined) {
+      target = `Redis primary ${primary}/${where.db} (through the sentinels ${where.sentinels.map((s) => `${s.host}:${s.port}`).join(',')})`;
+    }
+    const store = redisTokenStore(redis, {
+      cacheTtlMs: 0,
+      ...(waitReplicas === 0 ? {} : { replicas: { count: waitReplicas, timeoutMs: waitMs } }),
+    });
     if (command.kind === 'issue') {
       const issued = await store.issue(command.grant)();
-      if (E.isLeft(issued)) return noAnswer('; nothing was issued');
+      if (E.isLeft(issued))
+        return failed(
+          '; nothing was issued',
+          'nothing was issued: the token reached % but no replica took it in time, so it was withdrawn, not printed',
+        )(issued.left);
       const { owner, subject, scopes, ttlSeconds } = command.grant;
       process.stderr.write(
         `issued a token for owner ${owner}, subject ${subject}, scopes ${scopes.join(' ')}, ${ttlSeconds === undefined ? 'no expiry' : `expires in ${ttlSeconds} s`}, into ${target}\n`,
@@ -209,7 +230,11 @@ const run = async (): Promise<number> => {
       let count = 0;
       for (const o of owners) {
         const done = await (command.kind === 'list' ? store.list(o, subject) : store.revokeOwned(o, subject))();
-        if (E.isLeft(done)) return noAnswer();
+        if (E.isLeft(done))
+          return failed(
+            '',
+            'revoked on % only, which a failover could undo; run the revoke again once a replica is up',
+          )(done.left);
         if (typeof done.right === 'number') count += done.right;
         else {
           for (const { issuedAt, expiresAt, ...info } of done.right) {
@@ -228,7 +253,11 @@ const run = async (): Promise<number> => {
       return 0;
     }
     const revoked = await store.revoke(command.token)();
-    if (E.isLeft(revoked)) return noAnswer('; nothing was revoked');
+    if (E.isLeft(revoked))
+      return failed(
+        '; nothing was revoked',
+        'revoked on % only, which a failover could undo; run the revoke again once a replica is up',
+      )(revoked.left);
     process.stderr.write(`token store: ${target}\n`);
     process.stdout.write(revoked.right ? 'revoked\n' : 'no such token (never issued, expired or already revoked)\n');
     return revoked.right ? 0 : 1;

@@ -294,6 +294,77 @@ let sharedRedisServer: Promise<RunningServer> | undefined;
 /** One redis-server for every suite of the run that only needs a server (keys are random per test). */
 export const sharedRedis = (bin: string): Promise<RunningServer> => (sharedRedisServer ??= startRedis(bin));
 
+/** A Redis primary, one replica and three sentinels, all on loopback ports (see startRedisSentinels). */
+export interface RunningSentinels {
+  readonly primary: RunningServer;
+  readonly replica: RunningServer;
+  readonly sentinels: readonly RunningServer[];
+  /** The name the sentinels monitor the primary under. */
+  readonly name: string;
+  /** The sentinels as REDIS_SENTINELS takes them: `127.0.0.1:<port>,...`. */
+  readonly addresses: string;
+  readonly dispose: () => Promise<void>;
+}
+
+/** Sentinel's timings, short for a test: a primary silent for 1 s is down, and a failover may restart after 3 s. */
+export const SENTINEL_DOWN_AFTER_MS = 1000;
+const SENTINEL_FAILOVER_TIMEOUT_MS = 3000;
+
+/**
+ * Debian's redis-server in both roles: a primary, a replica of it (`--replicaof`), and three sentinels
+ * (`redis-server <config> --sentinel`) that monitor the primary with a quorum of two. Each sentinel has a config file
+ * of its own in its directory, which it rewrites as it learns (a restarted sentinel starts from what it knew). The
+ * caller waits for the set to be in place (the replica in sync, each sentinel knowing the replica and the others):
+ * the harness only starts the processes.
+ */
+export const startRedisSentinels = async (bin: string, name = 'plantstore'): Promise<RunningSentinels> => {
+  const primary = await startRedis(bin);
+  const replica = await startRedis(bin, ['--replicaof', '127.0.0.1', String(primary.port)]);
+  const sentinels: RunningServer[] = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      const dir = mkdtempSync(join(tmpdir(), 'redis-sentinel-'));
+      const port = await freePort();
+      const config = join(dir, 'sentinel.conf');
+      writeFileSync(
+        config,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+          `sentinel down-after-milliseconds ${name} ${SENTINEL_DOWN_AFTER_MS}`,
+          `sentinel failover-timeout ${name} ${SENTINEL_FAILOVER_TIMEOUT_MS}`,
+          `sentinel parallel-syncs ${name} 1`,
+          '',
+        ].join('\n'),
+      );
+      sentinels.push(
+        await supervise(
+          'redis-server --sentinel',
+          () => ({ bin, args: [config, '--sentinel'] }),
+          port,
+          `redis://127.0.0.1:${port}`,
+          dir,
+        ),
+      );
+    }
+  } catch (e) {
+    await Promise.all([...sentinels, replica, primary].map((server) => server.dispose()));
+    throw e;
+  }
+  return {
+    primary,
+    replica,
+    sentinels,
+    name,
+    addresses: sentinels.map((sentinel) => `127.0.0.1:${sentinel.port}`).join(','),
+    dispose: async () => {
+      await Promise.all([...sentinels, replica, primary].map((server) => server.dispose()));
+    },
+  };
+};
+
 /** An unprivileged account to run a server as: PostgreSQL refuses to run as root. */
 export interface Account {
   readonly name: string;

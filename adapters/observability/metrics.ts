@@ -123,6 +123,14 @@ export const serviceMetrics = ({
     registers: [registry],
   });
 
+  const redisServers = new Gauge({
+    name: 'plantstore_redis_server_info',
+    help: 'The Redis server (host:port) each backend last connected to (through Sentinel: the primary then), always 1',
+    labelNames: ['backend', 'address'] as const,
+    registers: [registry],
+  });
+  const redisAddresses = new Map<string, string>();
+
   const callChildren = new Map<string, Map<string, Map<CallOutcome, HistogramChild>>>();
 
   /** `GET /plants/{id}` is labelled method GET, route /plants/{id}; `* /plants` (a 405) route /plants. */
@@ -175,6 +183,14 @@ export const serviceMetrics = ({
       },
       setUp: (backend, up) => backendUp.labels({ backend: labelOf(backend) }).set(up ? 1 : 0),
       rateLimited: () => rejections.inc(),
+      redisServer: (backend, address) => {
+        const before = redisAddresses.get(backend);
+        if (before !== undefined) redisServers.remove({ backend: labelOf(backend), address: before });
+        redisAddresses.delete(backend);
+        if (address === undefined) return;
+        redisAddresses.set(backend, address);
+        redisServers.set({ backend: labelOf(backend), address }, 1);
+      },
     },
     exposition: { contentType: registry.contentType, scrape: exposition(registry, [durations, backendCalls]) },
   };

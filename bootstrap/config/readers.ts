@@ -1,6 +1,8 @@
 import * as E from 'fp-ts/lib/Either.js';
 import { pipe } from 'fp-ts/lib/function.js';
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import type { RedisServer } from '../../adapters/redis/connection.js';
+import { hasControlCharacter } from '../../domain/plant.js';
 
 /** How one environment variable is read, and the readers the variables share: `(raw) => Either<problem, value>`. */
 
@@ -119,15 +121,73 @@ export const readWriteConcern = (raw: string): E.Either<string, 'majority' | num
         E.mapLeft(() => 'must be majority or a number of members from 1 to 50'),
       );
 
-/** A Redis URL whose path, if any, is a database number: ioredis would send `/abc` as `SELECT NaN`. */
-export const readRedisUrl = (raw: string): E.Either<string, string> => {
+/** A percent-encoded URL part decoded, or undefined when one of its escapes is malformed (`%zz`). */
+const decoded = (part: string): string | undefined => {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * A Redis URL decoded completely into what the connection uses: scheme, host, port (default 6379), user name and
+ * password (percent-escapes decoded), database (the path, or `?db=`; ioredis would send `/abc` as `SELECT NaN`). Any
+ * other query parameter is refused: ioredis would read each as a connection option.
+ */
+export const readRedisUrl = (raw: string): E.Either<string, RedisServer> => {
   const url = URL.parse(raw);
   if (url === null || !/^rediss?:\/\/[^\s]*$/.test(raw)) return E.left('must be a redis:// or rediss:// URL');
+  if (url.hostname === '') return E.left('must name a host (redis://127.0.0.1:6379)');
+  const username = decoded(url.username);
+  const password = decoded(url.password);
+  if (username === undefined || password === undefined) {
+    return E.left('has a malformed percent-escape in its user name or password (write "%" as %25)');
+  }
+  const params = [...url.searchParams.keys()];
+  if (params.some((key) => key !== 'db')) return E.left('takes no query parameter other than db');
   const dbs = url.searchParams.getAll('db'); // ioredis reads `?db=` too (the last, when repeated)
-  return /^(\/[0-9]{0,9})?$/.test(url.pathname) && dbs.every((db) => /^[0-9]{1,9}$/.test(db))
-    ? E.right(raw)
-    : E.left('must name its database by number (redis://127.0.0.1:6379/0) or not at all');
+  if (!/^(\/[0-9]{0,9})?$/.test(url.pathname) || !dbs.every((db) => /^[0-9]{1,9}$/.test(db))) {
+    return E.left('must name its database by number (redis://127.0.0.1:6379/0) or not at all');
+  }
+  const db = dbs.at(-1) ?? (url.pathname.length > 1 ? url.pathname.slice(1) : '0');
+  return E.right({
+    kind: 'server',
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: url.port === '' ? 6379 : Number(url.port),
+    ...(username === '' ? {} : { username }),
+    ...(password === '' ? {} : { password }),
+    db: Number(db),
+    tls: url.protocol === 'rediss:',
+  });
 };
+
+/** `host:port` (an IPv6 address in brackets), the port from 1 to 65535. */
+const hostAndPort = (text: string): { host: string; port: number } | undefined => {
+  const parts = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253}):([0-9]{1,5})$/.exec(text);
+  const port = Number(parts?.[2]);
+  if (parts === null || !(port >= 1 && port <= 65535)) return undefined;
+  return { host: (parts[1] as string).replace(/^\[|\]$/g, ''), port };
+};
+
+/** REDIS_SENTINELS: a comma-separated list of one to 16 sentinels, each `host:port`. */
+export const readSentinels = (raw: string): E.Either<string, ReadonlyArray<{ host: string; port: number }>> => {
+  const items = raw.split(',').map((item) => hostAndPort(item.trim()));
+  const valid = items.filter((item) => item !== undefined);
+  return items.length <= 16 && valid.length === items.length
+    ? E.right(valid)
+    : E.left('must be a comma-separated list of at most 16 sentinels, each host:port (a port up to 65535)');
+};
+
+/** The name Sentinel monitors a primary under (`sentinel monitor <name> ...`). */
+export const readSentinelName = (raw: string) =>
+  /^[A-Za-z0-9._-]{1,100}$/.test(raw) ? E.right(raw) : E.left('must be 1 to 100 letters, digits, ".", "_" or "-"');
+
+/** A password or user name for Redis: up to 512 characters, no control characters (they could not be typed in AUTH). */
+export const readRedisCredential = (raw: string) =>
+  raw.length <= 512 && !hasControlCharacter(raw)
+    ? E.right(raw)
+    : E.left('must be at most 512 characters without control characters');
 
 export const readHttpUrl = (raw: string) => {
   const protocol = URL.parse(raw)?.protocol;

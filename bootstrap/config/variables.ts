@@ -15,7 +15,10 @@ import {
   readOtelBoolean,
   readPem,
   readRatio,
+  readRedisCredential,
   readRedisUrl,
+  readSentinelName,
+  readSentinels,
   readText,
   readWriteConcern,
   type Variable,
@@ -99,7 +102,21 @@ export const variables = named({
   MEMORY_MAX_PLANTS: optional(readInteger(1, 1_000_000_000), '1000000'),
   AUTH: oneOf(['static', 'redis', 'jwt'] as const, 'static', 'redis'),
   AUTH_TIMEOUT_MS: int(50, 60_000, 2000, '2000'),
-  REDIS_URL: secret(plain(readRedisUrl, 'redis://127.0.0.1:6379', 'redis://127.0.0.1:6379')),
+  REDIS_URL: secret(
+    plain(
+      readRedisUrl,
+      { kind: 'server', host: '127.0.0.1', port: 6379, db: 0, tls: false } as const,
+      'redis://127.0.0.1:6379',
+    ),
+  ),
+  // Redis through Sentinel, instead of REDIS_URL: the primary is whichever server the sentinels name now.
+  REDIS_SENTINELS: optional(readSentinels, '127.0.0.1:26379,127.0.0.1:26380,127.0.0.1:26381'),
+  REDIS_SENTINEL_NAME: plain(readSentinelName, 'mymaster', 'mymaster'),
+  REDIS_SENTINEL_PASSWORD: secret(optional(readRedisCredential, "<the sentinels' requirepass>")),
+  REDIS_USERNAME: optional(readRedisCredential, 'plantstore'),
+  REDIS_PASSWORD: secret(optional(readRedisCredential, "<the primary's password>")),
+  // Replicas that must acknowledge each token write (WAIT); default: 1 with REDIS_SENTINELS, else 0.
+  REDIS_WAIT_REPLICAS: optional(readInteger(0, 100), '1'),
   TOKEN_CACHE_TTL_MS: int(0, 3_600_000, 5000, '5000'),
   JWT_SECRET: secret(optional(readJwtSecret, '<32+ random characters>')),
   JWT_PUBLIC_KEY: optional(readPem, '"-----BEGIN PUBLIC KEY-----\\n...\\n-----END PUBLIC KEY-----"'),

@@ -45,7 +45,13 @@ test('no variables at all is the embedded default', () => {
     storage: { kind: 'memory', maxPlants: undefined },
     maxPlantsPerOwner: 10000,
     auth: { kind: 'static', tokens: undefined },
-    rateLimit: { max: 0, windowMs: 60000, store: 'memory', redisUrl: 'redis://127.0.0.1:6379', timeoutMs: 500 },
+    rateLimit: {
+      max: 0,
+      windowMs: 60000,
+      store: 'memory',
+      redis: { kind: 'server', host: '127.0.0.1', port: 6379, db: 0, tls: false },
+      timeoutMs: 500,
+    },
     logFormat: 'json',
     metricsPort: undefined,
     corsOrigins: undefined,
@@ -228,6 +234,80 @@ const withSecrets = (body: (file: (name: string, content: string) => string, dir
   }
 };
 
+test('a REDIS_URL is decoded whole at start-up: a malformed percent-escape or a stray query parameter stops it, no secret echoed', () => {
+  const escape = failure({ AUTH: 'redis', REDIS_URL: 'redis://:secret%zz@127.0.0.1:6379' });
+  assert.is(
+    escape,
+    'REDIS_URL: has a malformed percent-escape in its user name or password (write "%" as %25); for example REDIS_URL=redis://127.0.0.1:6379',
+  );
+  assert.match(
+    failure({ REDIS_URL: 'redis://h:6379?family=6' }),
+    /^REDIS_URL: takes no query parameter other than db; /,
+  );
+  assert.match(failure({ REDIS_URL: 'redis:///0' }), /^REDIS_URL: must name a host/);
+  const decoded = loadConfig({ AUTH: 'redis', REDIS_URL: 'rediss://us%40er:p%25w@[::1]:6390/3' });
+  assert.equal(decoded.auth.kind === 'redis' && decoded.auth.redis, {
+    kind: 'server',
+    host: '::1',
+    port: 6390,
+    username: 'us@er',
+    password: 'p%w',
+    db: 3,
+    tls: true,
+  });
+});
+
+test('REDIS_SENTINELS names the sentinels instead of REDIS_URL: one replica acknowledges token writes by default', () => {
+  const config = loadConfig({
+    AUTH: 'redis',
+    REDIS_SENTINELS: '127.0.0.1:26379, [::1]:26380',
+    REDIS_SENTINEL_NAME: 'plants',
+    REDIS_PASSWORD: 'pw',
+    REDIS_SENTINEL_PASSWORD: 'spw',
+  });
+  assert.equal(config.auth.kind === 'redis' && config.auth, {
+    kind: 'redis',
+    redis: {
+      kind: 'sentinel',
+      sentinels: [
+        { host: '127.0.0.1', port: 26379 },
+        { host: '::1', port: 26380 },
+      ],
+      name: 'plants',
+      password: 'pw',
+      sentinelPassword: 'spw',
+      db: 0,
+    },
+    timeoutMs: 2000,
+    cacheTtlMs: 5000,
+    waitReplicas: 1,
+  });
+  assert.equal(config.rateLimit.redis, config.auth.kind === 'redis' ? config.auth.redis : undefined);
+  const single = loadConfig({ AUTH: 'redis' });
+  assert.is(single.auth.kind === 'redis' && single.auth.waitReplicas, 0);
+});
+
+test('a bad sentinel address, or REDIS_SENTINELS beside REDIS_URL, stops start-up naming the variable', () => {
+  for (const bad of ['127.0.0.1', '127.0.0.1:0', 'h:26379,,h:26380', 'h:99999', 'a b:1']) {
+    assert.match(
+      failure({ REDIS_SENTINELS: bad }),
+      /^REDIS_SENTINELS: must be a comma-separated list of at most 16 sentinels, each host:port/,
+      bad,
+    );
+  }
+  assert.match(
+    failure({ REDIS_SENTINELS: '127.0.0.1:26379', REDIS_URL: 'redis://127.0.0.1:6379' }),
+    /^REDIS_URL: set REDIS_URL \(one Redis\) or REDIS_SENTINELS \(a primary through Sentinel\), not both; for example REDIS_SENTINELS=/,
+  );
+  const stray = failure({ REDIS_PASSWORD: 'hunter2' });
+  assert.match(stray, /^REDIS_PASSWORD: applies only with REDIS_SENTINELS /);
+  assert.not.ok(stray.includes('hunter2'));
+  assert.match(
+    failure({ REDIS_SENTINELS: 'h:1', REDIS_SENTINEL_NAME: 'a/b' }),
+    /^REDIS_SENTINEL_NAME: must be 1 to 100/,
+  );
+});
+
 test('every secret variable may be given as <NAME>_FILE, the file read as `$(cat file)` reads it', () => {
   withSecrets((file) => {
     const uri = 'mongodb://plantstore:hunter2@mongo:27017/plantstore?replicaSet=rs0';
@@ -240,8 +320,17 @@ test('every secret variable may be given as <NAME>_FILE, the file read as `$(cat
       AUTH_TOKENS_FILE: file('auth_tokens', JSON.stringify(tokens)),
     });
     assert.is(config.storage.kind === 'mongodb' && config.storage.uri, uri);
-    assert.is(config.auth.kind === 'redis' && config.auth.url, 'redis://plantstore:s3cret@redis:6379');
-    assert.is(config.rateLimit.redisUrl, 'redis://plantstore:s3cret@redis:6379');
+    const redis = {
+      kind: 'server',
+      host: 'redis',
+      port: 6379,
+      username: 'plantstore',
+      password: 's3cret',
+      db: 0,
+      tls: false,
+    };
+    assert.equal(config.auth.kind === 'redis' && config.auth.redis, redis);
+    assert.equal(config.rateLimit.redis, redis);
     const jwt = loadConfig({ AUTH: 'jwt', JWT_SECRET_FILE: file('jwt_secret', `${'k'.repeat(40)}\n`) });
     assert.equal(jwt.auth.kind === 'jwt' && jwt.auth.key, { kind: 'secret', secret: 'k'.repeat(40) });
     const fromFile = loadConfig({ AUTH_TOKENS_FILE: file('auth_tokens', JSON.stringify(tokens)) });
@@ -249,7 +338,14 @@ test('every secret variable may be given as <NAME>_FILE, the file read as `$(cat
     const secrets = Object.values(variables)
       .filter((v) => 'secret' in v && v.secret)
       .map((v) => v.name);
-    assert.equal(secrets.sort(), ['AUTH_TOKENS', 'JWT_SECRET', 'MONGODB_URI', 'REDIS_URL']);
+    assert.equal(secrets.sort(), [
+      'AUTH_TOKENS',
+      'JWT_SECRET',
+      'MONGODB_URI',
+      'REDIS_PASSWORD',
+      'REDIS_SENTINEL_PASSWORD',
+      'REDIS_URL',
+    ]);
   });
 });
 
@@ -393,10 +489,17 @@ test(".env.example shows every variable's default, and states every numeric one'
     const at = lines.findIndex((line) => line.startsWith(`${v.name}=`));
     const shown = lines[at]?.slice(v.name.length + 1);
     const fallback: unknown = v.fallback;
+    // A default decoded into a structure (REDIS_URL's) is shown as the text that decodes to it.
+    const decodesToFallback = (text: string) => {
+      const read: E.Either<string, unknown> = v.read(text);
+      return E.isRight(read) && JSON.stringify(read.right) === JSON.stringify(fallback);
+    };
     const expected =
       typeof fallback === 'number' || typeof fallback === 'string' || typeof fallback === 'boolean'
         ? String(fallback)
-        : '';
+        : typeof fallback === 'object' && fallback !== null && shown !== undefined && decodesToFallback(shown)
+          ? shown
+          : '';
     const problems = shown === expected ? [] : [`${v.name}=${shown ?? '(missing)'}, default ${expected}`];
     const bounds = boundsOf(v);
     if (bounds === undefined) return problems;

@@ -237,6 +237,40 @@ test('a REDIS_URL database the server does not have: exit 1 with the reason, and
   }
 });
 
+test('a REDIS_URL with a malformed percent-escape: the CLI and the service each stop with one line naming it', async () => {
+  const bad = { REDIS_URL: 'redis://:secret%zz@127.0.0.1:6379' };
+  const line =
+    'config: REDIS_URL: has a malformed percent-escape in its user name or password (write "%" as %25); for example REDIS_URL=redis://127.0.0.1:6379\n';
+  const issued = await cli(['issue', '--owner', 'acme', '--subject', 'ci', '--scopes', 'plants:read'], bad);
+  assert.is(issued.code, 1);
+  assert.is(issued.stderr, line);
+  const svc = runNode('bootstrap/main.js', { PORT: '0', HOST: '127.0.0.1', AUTH: 'redis', ...bad });
+  assert.is(await svc.exited, 1);
+  assert.is(svc.stderr(), line);
+  assert.is(svc.stdout(), '', 'stopped before anything started');
+});
+
+test('REDIS_WAIT_REPLICAS=1 on a Redis without a replica: issue prints no token and keeps none, revoke exits 1 revoked', async () => {
+  const listed = async () => (await cli(['list', '--owner', 'acme', '--subject', 'unreplicated'])).stdout;
+  const before = await listed();
+  const wait = { REDIS_WAIT_REPLICAS: '1', AUTH_TIMEOUT_MS: '400' };
+  const issued = await cli(['issue', '--owner', 'acme', '--subject', 'unreplicated', '--scopes', 'plants:read'], wait);
+  assert.is(issued.code, 1);
+  assert.is(issued.stdout, '');
+  assert.match(
+    issued.stderr,
+    /^nothing was issued: the token reached Redis at 127\.0\.0\.1:\d+\/0 but no replica took it in time, so it was withdrawn, not printed: 0 of the 1 replica\(s\) REDIS_WAIT_REPLICAS asks for acknowledged within 200 ms\n$/,
+  );
+  assert.is(await listed(), before, 'the withdrawn token is not listed');
+
+  const token = (await cli(['issue', '--owner', 'acme', '--subject', 'unreplicated', '--scopes', 'plants:read']))
+    .stdout;
+  const revoked = await cli(['revoke', token.trimEnd()], wait);
+  assert.is(revoked.code, 1);
+  assert.match(revoked.stderr, /^revoked on Redis at 127\.0\.0\.1:\d+\/0 only, which a failover could undo; /);
+  assert.is(await listed(), before, 'revoked on the primary');
+});
+
 test('--scopes takes commas or spaces: "plants:read plants:write" issues both scopes', async () => {
   for (const scopes of ['plants:read plants:write', 'plants:read, plants:write', 'plants:read,plants:write']) {
     const run = await cli(['issue', '--owner', 'acme', '--subject', 'spaces', '--scopes', scopes, '--ttl', '60']);

@@ -9,6 +9,7 @@ import type { Logger } from '../../../application/ports/logger.js';
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
 import { isScope, type Principal, type Scope } from '../../../domain/principal.js';
+import { replicated } from '../../redis/connection.js';
 import { listenForInvalidations } from './invalidations.js';
 import { newToken } from './new-token.js';
 
@@ -21,6 +22,10 @@ import { newToken } from './new-token.js';
  * transaction's commands where the default user is off, as compose's ACL has it (redis/redis#14541). Hence the order
  * of the writes, each safe if the next is lost: the owner's index before the token, the `expires` field checked on
  * every lookup (the TTL only collects it), the deletes before the index's cleanup.
+ *
+ * With `replicas` set (Redis through Sentinel), `issue`, `revoke` and `revokeOwned` answer only once that many
+ * replicas hold their writes (WAIT, bounded): what they answered survives the primary's loss. Else they are
+ * Unreplicated: an issued token is withdrawn (never handed out), a revocation stands on the primary only.
  *
  * Cached lookups are dropped in every process when Redis reports a change to their key (invalidations.ts); while that
  * stream is not known to be whole, the cache is emptied and neither read nor filled.
@@ -69,15 +74,26 @@ const recordAndTtl = (replies: [Error | null, unknown][], i: number): [Record<st
 };
 
 const attempt =
-  <A>(run: () => Promise<A>): TE.TaskEither<AuthUnavailable, A> =>
+  <A>(run: () => Promise<A>): TE.TaskEither<AuthUnavailable | Unreplicated, A> =>
   async () => {
     try {
       return E.right(await run());
-    } catch {
+    } catch (e) {
+      if (e instanceof NotReplicated) return E.left({ _tag: 'Unreplicated', acknowledged: e.acknowledged });
       // Connection refused, closed, command timeout, not writable: all mean the store did not answer.
       return E.left(authUnavailable);
     }
   };
+
+/** A read's failure is only ever AuthUnavailable: it writes nothing to replicate. */
+const reading = <A>(run: () => Promise<A>): TE.TaskEither<AuthUnavailable, A> =>
+  TE.mapLeft(() => authUnavailable)(attempt(run));
+
+/** The writes were made on the primary, but fewer replicas than required acknowledged them in time. */
+export interface Unreplicated {
+  readonly _tag: 'Unreplicated';
+  readonly acknowledged: number;
+}
 
 export interface TokenGrant {
   readonly owner: string;
@@ -90,13 +106,13 @@ export interface TokenGrant {
 export interface RedisTokenStore {
   readonly verifier: TokenVerifier;
   /** Makes a new token (256 bits from the CSPRNG) for the grant and stores its hash; answers the token. */
-  readonly issue: (grant: TokenGrant) => TE.TaskEither<AuthUnavailable, string>;
+  readonly issue: (grant: TokenGrant) => TE.TaskEither<AuthUnavailable | Unreplicated, string>;
   /** Deletes the token; `true` when it existed. */
-  readonly revoke: (token: string) => TE.TaskEither<AuthUnavailable, boolean>;
+  readonly revoke: (token: string) => TE.TaskEither<AuthUnavailable | Unreplicated, boolean>;
   /** The owner's live tokens (of one subject, when given): two round trips, in proportion to the owner's tokens. */
   readonly list: (owner: string, subject?: string) => TE.TaskEither<AuthUnavailable, readonly TokenInfo[]>;
   /** Deletes the owner's tokens (of one subject, when given), each reported to every process; answers how many. */
-  readonly revokeOwned: (owner: string, subject?: string) => TE.TaskEither<AuthUnavailable, number>;
+  readonly revokeOwned: (owner: string, subject?: string) => TE.TaskEither<AuthUnavailable | Unreplicated, number>;
   /** Whether a lookup may be answered from the cache now (cache on, invalidation stream whole). */
   readonly cacheLive: () => boolean;
   /** Stops listening for invalidations (the Redis connection given is the caller's to close). */
@@ -107,6 +123,14 @@ export interface RedisTokenStoreOptions {
   /** How long a positive lookup is served from process memory, in ms (0: never); never past the token's own TTL. */
   readonly cacheTtlMs: number;
   readonly logger?: Logger;
+  /** Replicas that must acknowledge each write, and how long to wait for them (ms); none: the primary's answer. */
+  readonly replicas?: { readonly count: number; readonly timeoutMs: number };
+}
+
+class NotReplicated extends Error {
+  constructor(readonly acknowledged: number) {
+    super('not replicated');
+  }
 }
 
 export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): RedisTokenStore => {
@@ -182,7 +206,7 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
       // An answer may be cached only if no invalidation (of any key) arrived while it was on its way, and the
       // stream was whole before and after: else it may predate a revocation that was already reported.
       const version = invalidations?.version();
-      return attempt(async () => {
+      return reading(async () => {
         const sentAt = Date.now();
         const [stored, pttl] = recordAndTtl((await redis.multi().hgetall(key).pttl(key).exec()) ?? [], 0);
         const principal = decodeRecord(stored, sentAt);
@@ -193,9 +217,16 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
         return O.some(principal);
       });
     },
-    ping: attempt(async () => {
+    ping: reading(async () => {
       await redis.ping();
     }),
+  };
+
+  /** Throws NotReplicated unless the writes so far are on the replicas required. */
+  const acknowledged = async () => {
+    const { count = 0, timeoutMs = 0 } = options.replicas ?? {};
+    const acks = await replicated(redis, count, timeoutMs);
+    if (acks < count) throw new NotReplicated(acks);
   };
 
   return {
@@ -216,14 +247,23 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
           ...(expires === undefined ? {} : { expires }),
         });
         if (expires !== undefined) await redis.pexpireat(key, expires);
+        try {
+          await acknowledged();
+        } catch (e) {
+          // Never handed out, so withdrawn: a failover could lose it, and nobody holds its secret.
+          if (e instanceof NotReplicated) await redis.del(key).catch(() => undefined);
+          throw e;
+        }
         return token;
       }),
     revoke: (token) =>
       attempt(async () => {
         cache.delete(keyOf(token));
-        return (await redis.del(keyOf(token))) === 1;
+        const existed = (await redis.del(keyOf(token))) === 1;
+        await acknowledged();
+        return existed;
       }),
-    list: (owner, subject) => attempt(async () => (await owned(owner, subject)).map(({ info }) => info)),
+    list: (owner, subject) => reading(async () => (await owned(owner, subject)).map(({ info }) => info)),
     revokeOwned: (owner, subject) =>
       attempt(async () => {
         const keys = (await owned(owner, subject)).map(({ key }) => key);
@@ -231,6 +271,7 @@ export const redisTokenStore = (redis: Redis, options: RedisTokenStoreOptions): 
         for (const key of keys) cache.delete(key);
         const deleted = await redis.del(...keys);
         await redis.srem(ownerIndexOf(owner), ...keys);
+        await acknowledged();
         return deleted;
       }),
     cacheLive: () => invalidations?.live() ?? false,

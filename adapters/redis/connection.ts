@@ -102,13 +102,6 @@ export const connectedTo = (redis: Redis): string | undefined => {
   return `${remoteAddress.includes(':') ? `[${remoteAddress}]` : remoteAddress}:${remotePort}`;
 };
 
-/**
- * Waits, at most `timeoutMs`, until the writes this connection made so far are on `replicas` replicas (Redis's WAIT);
- * answers how many acknowledged them. With `replicas` 0 it answers 0 at once, sending nothing.
- */
-export const replicated = async (redis: Redis, replicas: number, timeoutMs: number): Promise<number> =>
-  replicas === 0 ? 0 : Number(await redis.wait(replicas, timeoutMs));
-
 /** Closes without waiting on a server that may be gone. */
 export const closeRedis = async (redis: Redis): Promise<void> => {
   let timer: NodeJS.Timeout | undefined;

@@ -9,9 +9,15 @@ import type { Logger } from '../../../application/ports/logger.js';
 import type { TokenVerifier } from '../../../application/ports/token-verifier.js';
 import { Owner } from '../../../domain/plant.js';
 import { isScope, type Principal, type Scope } from '../../../domain/principal.js';
-import { replicated } from '../../redis/connection.js';
 import { listenForInvalidations } from './invalidations.js';
 import { newToken } from './new-token.js';
+
+/**
+ * Waits, at most `timeoutMs`, until the writes this connection made so far are on `replicas` replicas (Redis's WAIT);
+ * answers how many acknowledged them. With `replicas` 0 it answers 0 at once, sending nothing.
+ */
+const replicated = async (redis: Redis, replicas: number, timeoutMs: number): Promise<number> =>
+  replicas === 0 ? 0 : Number(await redis.wait(replicas, timeoutMs));
 
 /**
  * Opaque tokens in Redis (AUTH=redis), kept only as their SHA-256: `plantstore:token:<hex>` is a hash of owner,

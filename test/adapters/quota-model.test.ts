@@ -53,4 +53,14 @@ test('the model finds a counterexample when a clean look is trusted forever (RUL
   assert.match(error, /under the bound/);
 });
 
+test("the model finds a counterexample when the index checks are slower than the repair's wait assumes", async () => {
+  // The processes list the indexes every 60 s, the repair waits as `timings` derives for 30 s: a stale timing (found
+  // within 200 schedules at this seed).
+  const details = await fc.check(property({ indexCheckMs: 60_000 }), { numRuns: 2000, seed: 1 });
+  assert.ok(details.failed, 'a repair that moves plants before every process noticed must break the bound');
+  const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
+  assert.match(error, /under the bound/);
+  console.log(`  stale index check: found after ${details.numRuns} schedules`);
+});
+
 test.run();

@@ -21,6 +21,57 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  * contract's 60 s). What a process holds of an owner (`Held`) is a hint the index corrects (docs/storage.md).
  */
 
+/** The contract (§10): the bound is exact from 60 s after the last process with another bound stopped. */
+export const EXACT_AFTER_MS = 60_000;
+/** The contract (§10): a dropped index is noticed within 30 s; each process lists the indexes this often. */
+export const INDEX_CHECK_MS = 30_000;
+/** What the proof leaves untimed: a listing's own time, a timer firing late on a loaded machine. */
+const SLACK_MS = 5000;
+
+/** Every timing the proof rests on, from `timings` alone; `T` is `timeoutMs`. */
+export interface Timings {
+  /** T: a request's deadline; every command it sent has landed or never will by then (maxTimeMS, wtimeoutMS). */
+  readonly timeoutMs: number;
+  /** RULE 1: how long a clean look is trusted. */
+  readonly lookTtlMs: number;
+  /** A shared look's reads' own bound (they outlive the requests waiting): a read, so the proof needs no bound. */
+  readonly lookMs: number;
+  /** How often each process lists the unique indexes (and forgets everything when one is missing). */
+  readonly indexCheckMs: number;
+  /** How long the repair waits after it saw the slot index missing before it moves a plant outside. */
+  readonly repairWaitMs: number;
+}
+
+/** Timings that break an inequality of the proof: the message says which, in one line. */
+export class TimingError extends Error {}
+
+/**
+ * The timings, derived from T (STORAGE_TIMEOUT_MS) and the index check's interval (the contract's 30 s unless a test
+ * tunes it), with the inequalities the proof (above) needs asserted: timings that break one throw TimingError.
+ * - (T1) lookTtlMs + 3T + SLACK_MS <= 60 s: a look trusted to the end of its life, an insert sent then and landing
+ *   within T, and a stopped process's last write landing within T of its stop fit in the contract's 60 s.
+ * - (T2) repairWaitMs >= indexCheckMs + T + SLACK_MS: every process has listed the indexes since the repair saw the
+ *   slot index missing, and every request begun before it noticed has ended, its commands landed.
+ */
+export const timings = (
+  timeoutMs: number,
+  tuned: Partial<Record<'indexCheckMs' | 'lookTtlMs', number | undefined>> = {},
+): Timings => {
+  const indexCheckMs = tuned.indexCheckMs ?? INDEX_CHECK_MS;
+  const lookTtlMs = tuned.lookTtlMs ?? Math.max(0, Math.min(30_000, EXACT_AFTER_MS - SLACK_MS - 3 * timeoutMs));
+  const repairWaitMs = indexCheckMs + timeoutMs + SLACK_MS;
+  if (!(lookTtlMs + 3 * timeoutMs + SLACK_MS <= EXACT_AFTER_MS)) {
+    const most = Math.floor((EXACT_AFTER_MS - SLACK_MS - lookTtlMs) / 3);
+    throw new TimingError(
+      `at most ${most} ms, so that the per-owner bound is exact 60 s after a change (3 x ${timeoutMs} + a look's ${lookTtlMs} + ${SLACK_MS} > ${EXACT_AFTER_MS})`,
+    );
+  }
+  if (!(repairWaitMs >= indexCheckMs + timeoutMs + SLACK_MS)) {
+    throw new TimingError(`the repair's wait ${repairWaitMs} ms is shorter than an index check and a request`);
+  }
+  return { timeoutMs, lookTtlMs, lookMs: Math.max(timeoutMs, lookTtlMs / 2), indexCheckMs, repairWaitMs };
+};
+
 /**
  * The commands the bound needs, each one round trip on `_id` or a unique index with `owner` first: insertOne
  * (`slot-taken`: the slot index refused it; `taken`: the store does not say which); findOne by owner and id (`find`);

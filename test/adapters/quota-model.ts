@@ -11,7 +11,7 @@
  * command is sent. Processes restart with other bounds and clocks of their own; time passes in steps around the
  * contract's 60 s, the looks' 30 s and the index check's 30 s; a load can be slower than a request's deadline.
  *
- * After every step it checks the invariants of docs/storage.md; a run without faults also checks progress: every
+ * After every step it checks the invariants of quota.ts's header; a run without faults also checks progress: every
  * create is stored or refused by the bound (after its retries, when a slow store cuts requests), within a bounded
  * number of commands. A violation fails the run with the step's trace.
  */

@@ -2,23 +2,68 @@ import type { InsertOutcome } from '../../../application/ports/plant-repository.
 import type { Plant, PlantId } from '../../../domain/plant.js';
 
 /**
- * The per-owner bound on MongoDB: the decisions, over the commands they need (`QuotaStore`), so that they run without a
- * server too (test/adapters/quota-model.test.ts drives them against a model store under every interleaving).
+ * The per-owner bound on MongoDB: its rules, the proof that they keep it, the timings the proof needs (`timings`),
+ * and the decisions, over the commands they need (`QuotaStore`), so that they also run without a server
+ * (test/adapters/quota-model.test.ts drives them against a model store under every interleaving).
  *
- * Exactness rests on the unique index on `{owner, slot}` alone. Under a bound `max` a create takes a slot in [0, max)
- * (*inside*): the index makes more than `max` inside plants of an owner impossible, whatever the races, crashes and
- * retries. Plants at a slot >= max are *outside* (created without a bound at a random slot in [2^48, 2^49), under a
- * larger bound, kept over a lowered one, or moved out by the repair). They count too, so:
+ * Under a bound `max` a create takes a slot in [0, max) (*inside*); the unique index on {owner, slot} makes more than
+ * `max` inside plants of an owner impossible, whatever the races, crashes and retries. A plant at a slot >= max is
+ * *outside* (created without a bound at a random slot in [2^48, 2^49), under a larger bound, kept over a lowered one,
+ * or moved out by the repair); it counts too. T is a request's deadline (`timings`).
  *
  *   RULE 1. An inside insert goes ahead only after a look (a read of the owner's slots) that found no outside plant,
  *           sent less than `lookTtlMs` before, by this process's own clock.
  *   RULE 2. An owner with outside plants keeping fewer than `max` has them moved into free inside slots (each move
- *           arbitrated by the unique index, as an insert is) and is looked at again; otherwise it is refused.
- *   RULE 3. A refusal (OwnerFull) is decided on the owner's count of other ids, read from the store in the request.
+ *           arbitrated by the slot index, as an insert is) and is looked at again; otherwise it is refused.
+ *   RULE 3. A refusal (OwnerFull) is decided on the owner's count of other ids, read from the store in the request
+ *           between two look-ups of the id that found none.
  *   RULE 4. A delete removes the document it found by `_id`, never by a filter a later create could match.
+ *   RULE 5. From a process's index check that finds a unique index missing until it is back, its creates answer 503,
+ *           it forgets what it held and its requests under way end before their next command (`forget`); the repair
+ *           moves no plant outside before `repairWaitMs` after it saw the slot index missing (repair.ts).
  *
- * RULE 1's expiry bounds how long a clean look is trusted while processes with another bound write outside (the
- * contract's 60 s). What a process holds of an owner (`Held`) is a hint the index corrects (docs/storage.md).
+ * Why no schedule of creates, deletes, moves, crashes, lost replies, restarts and bound changes puts an owner above
+ * the one bound `max` in force (once 60 s have passed since the last process with another bound stopped):
+ * (a) Only an insert adds a plant; a move changes a slot, a delete removes one. Inside plants never exceed `max` while
+ *     the slot index is in place (an insert or a move into a slot is refused when it is taken), so the owner keeps at
+ *     most `max` as long as it has no outside plant whenever an inside insert lands.
+ * (b) Under one bound in force nothing writes an outside plant: creates and moves write inside slots only, a process
+ *     with no or a larger bound would, and none runs. So a look that found no outside plant stays true until the next
+ *     delete or move inside, which only removes outside plants.
+ * (c) An inside insert is sent less than `lookTtlMs` after such a look was sent (RULE 1) and lands within T; a stopped
+ *     process's last write landed within T of its stop. With T1 (lookTtlMs + 3T + 5 s <= 60 s), every inside insert
+ *     landing 60 s after that stop follows a look sent after the last outside write landed: by (b) the owner has no
+ *     outside plant then, and by (a) at most `max`. A lost reply or a driver's retry is an insert that landed or not:
+ *     either way the index ruled it. A restarted process holds nothing and looks first.
+ * (d) Bound changes: raised, every plant stays inside; lowered or turned on, plants at a slot >= max are outside and
+ *     RULE 1 makes every create look first, so the owner is refused or has them moved in (RULE 2) into free slots the
+ *     index arbitrates, until it is below `max`, then gets exactly the room left.
+ * (e) What a process holds (`Held`: slots it knows taken, outside plants it saw, when its clean look was sent) only
+ *     chooses a slot to try and when to look: a slot believed free but taken is refused by the index, one believed
+ *     taken but free at worst makes the owner look full, and a refusal rests on the store's count (RULE 3): it is
+ *     answered only when, at the count's moment, the owner kept `max` other ids, a serial order that refuses.
+ * (f) A delete landing late (a lost reply, a timeout) removes the document it found, never a plant created again under
+ *     that id since, which is another document (RULE 4).
+ * (g) A dropped slot index lets plants share a slot. Each process notices within `indexCheckMs`, forgets, and its
+ *     requests begun before send nothing more; their commands land within T. With T2 (repairWaitMs >= indexCheckMs + T
+ *     + 5 s), when the repair moves plants outside no process trusts a look sent before it noticed, so every look an
+ *     insert later relies on sees the moved plants: (b) and (c) hold again, the moves being outside writes it saw.
+ *
+ * Each rule and the test that checks it (the model test checks the invariants after every step of every schedule):
+ *
+ * | rule                                | checked by                                                                  |
+ * | ----------------------------------- | --------------------------------------------------------------------------- |
+ * | (a) inside plants <= max            | quota-model (after every step)                                              |
+ * | RULE 1 and T1 (60 s after a change) | quota-model (rolling, mixed; `lookTtlMs` Infinity finds a breach); quota-   |
+ * |                                     | processes (rolling restarts 10 -> 20 -> 10); mongodb-commands (expiry seek) |
+ * | RULE 2 (d) outside plants           | quota-model (lowered, glanced, mixed); quota-processes (turned on, lowered) |
+ * | RULE 3 (e) refusals                 | quota-model (raced; strict: a serial order refuses); http quota             |
+ * | RULE 4 (f) late deletes             | quota-model (each delete); mongodb-network-faults; mongodb-lost-reply       |
+ * | RULE 5 and T2 (g) dropped index     | quota-model (dropped, noticed; a 60 s check finds a breach); mongodb-index; |
+ * |                                     | mongodb-repair; quota-processes (slot index dropped, repaired)              |
+ * | nothing acknowledged lost           | quota-model; quota-processes (kill -9 mid-burst); contract suite            |
+ * | progress: no 503 without a fault    | quota-model (every run without faults; storm); quota-processes (16, 32)     |
+ * | constant commands per operation     | mongodb-commands                                                            |
  */
 
 /** The contract (§10): the bound is exact from 60 s after the last process with another bound stopped. */
@@ -339,7 +384,7 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
       const mine = reserved.get(owner);
       const low = state.outside > 0 ? undefined : state.nextFree(0, mine);
       if (low !== undefined) {
-        // Once processes met here, at random in a window that doubles per meeting (docs/storage.md); alone, lowest.
+        // Once processes met here, at random in a window that doubles per meeting; alone, lowest.
         const spread = collisions + state.spread;
         const slot = spread === 0 ? low : (state.nextFree(low + random(2 << Math.min(spread, 12)), mine) ?? low);
         const answer = await attempt(owner, plant, state, slot, check);

@@ -298,6 +298,26 @@ const storm: fc.Arbitrary<Scenario> = fc
   }));
 
 /**
+ * A refusal raced by processes without a bound: a process holds the owner full (a create refused), a plant is deleted,
+ * then it creates an id while one process stores that id and another a second plant, outside. Between the refusal's
+ * look-up of the id and its count the owner may become full of other ids with that id stored: never full without it,
+ * so only the id read again after the count answers right (RULE 3).
+ */
+const unbound: fc.Arbitrary<Scenario> = fc
+  .record({ ...common, b: fc.constantFrom(2, 3), faults: fc.constant([]) })
+  .map(({ b, ...rest }) => ({
+    ...rest,
+    bounds: [b, 0, 0],
+    held: 8,
+    stored: Array.from({ length: b }, (_, slot) => [0, 3 + slot, slot] as const),
+    rounds: [
+      [create(0, 6)],
+      [{ kind: 'delete', proc: 2, owner: 0, id: 3 } as const],
+      [create(0, 0), create(1, 0), create(2, 2)],
+    ],
+  }));
+
+/**
  * A look sent while the slot index is missing, used after the repair moved plants out: two processes new to the owner
  * share its free slot, one of them is refused (and looks again, clean) some seconds before the repair's wait ends, then
  * deletes and creates after it. Harmless only if that process noticed the missing index (and forgot) before the
@@ -332,6 +352,7 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.oneof(
   { weight: 3, arbitrary: glanced },
   { weight: 1, arbitrary: raced },
   { weight: 1, arbitrary: noticed },
+  { weight: 1, arbitrary: unbound },
   { weight: Number(process.env['NO_STORM'] ?? 1) === 0 ? 0 : 1, arbitrary: storm },
 );
 

@@ -15,7 +15,10 @@
  * `--one-owner`: one owner (quota 2,000 unless `--quota`), 1, 16 and then 32 creates at once through one adapter
  * instance until the owner is 75% full, beside the bare driver's insertOne with as many at once; counts the creates
  * answered 503 (the bench of an integrator importing plants in parallel). The owner's first create, a glance at its
- * highest slot, is made before the clock runs and timed apart.
+ * highest slot, is made before the clock runs and timed apart. Prints the commands and reply bytes per create too.
+ * `--instances N`: the creates spread over N adapter instances (as processes); `--not-held`: a budget of one byte.
+ *
+ * `--fills`: one create at a time into owners at 10, 500 and 999 of 1,000, held and not held: commands and reply bytes.
  *
  * `--storm N`: N plants stored in owners of 5,000, then a new adapter instance (a process just restarted) and
  * `--creators K` (default 6) of those owners each creating one plant at once, retrying every 250 ms on 503: the time
@@ -33,6 +36,9 @@ const seconds = Number(arg('--seconds') ?? 5);
 const rounds = Number(arg('--rounds') ?? 3);
 const CLIENTS = Number(arg('--clients') ?? 16);
 const ONE_OWNER = process.argv.includes('--one-owner');
+const NOT_HELD = process.argv.includes('--not-held');
+const FILLS = process.argv.includes('--fills');
+const INSTANCES = Number(arg('--instances') ?? 1);
 const QUOTA = Number(arg('--quota') ?? (ONE_OWNER ? 2000 : 10_000));
 const OWNERS = arg('--owners');
 for (const [name, value] of [
@@ -122,10 +128,34 @@ const median = (xs: number[]) => {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
+/** Commands and reply bytes an adapter instance's client sends and reads. */
+const metered = (c: { on: (e: string, f: (ev: { reply?: unknown; commandName?: string }) => void) => void }) => {
+  const m = { commands: 0, bytes: 0 };
+  c.on('commandStarted', (e) => void (e.commandName === 'listIndexes' || m.commands++));
+  c.on('commandSucceeded', (e) => void (m.bytes += BSON.calculateObjectSize(e.reply as BSON.Document)));
+  return m;
+};
 /** One owner filled to 75% by `clients` creates at once: creates stored per second, and how many answered 503. */
 const oneOwner = async (clients: number, round: number) => {
   const owner = `bench-one-${clients}-${round}` as Owner;
-  const store = adapter.mongodbPlantRepository(adapterOptions(server.uri, db, pino({ level: 'silent' })));
+  const stores = Array.from({ length: INSTANCES }, () =>
+    adapter.mongodbPlantRepository({
+      ...adapterOptions(server.uri, db, pino({ level: 'silent' })),
+      ...(NOT_HELD ? { slotCacheBytes: 1 } : {}),
+      monitorCommands: true,
+    }),
+  );
+  const store = stores[0] as (typeof stores)[number];
+  const meters = stores.map((st) => metered(st.client));
+  const meter = {
+    get commands() {
+      return meters.reduce((sum, m) => sum + m.commands, 0);
+    },
+    get bytes() {
+      return meters.reduce((sum, m) => sum + m.bytes, 0);
+    },
+    reset: () => meters.forEach((m) => ([m.commands, m.bytes] = [0, 0])),
+  };
   const driverOwner = `bench-one-driver-${clients}-${round}`;
   const target = Math.floor((QUOTA * 3) / 4);
   const loop = async (create: (id: bigint) => Promise<'ok' | '503' | 'other'>) => {
@@ -152,9 +182,11 @@ const oneOwner = async (clients: number, round: number) => {
     const first = { id: 999_999n as PlantId, name: 'first' as PlantName };
     while ((await store.repository.insert(owner, first, QUOTA)())._tag === 'Left')
       if (performance.now() - t0 > 20_000) break;
+    for (const other of stores.slice(1)) await other.repository.insert(owner, first, QUOTA)(); // each holds the owner
     const firstMs = performance.now() - t0;
+    meter.reset();
     const a = await loop(async (id) => {
-      const outcome = await store.repository.insert(
+      const outcome = await (stores[Number(id % BigInt(INSTANCES))] as typeof store).repository.insert(
         owner,
         { id: id as PlantId, name: `plant ${id}` as PlantName },
         QUOTA,
@@ -162,22 +194,15 @@ const oneOwner = async (clients: number, round: number) => {
       return outcome._tag === 'Left' ? '503' : outcome.right._tag === 'Inserted' ? 'ok' : 'other';
     });
     console.log(
-      `  ${clients} at once, round ${round}: bare insertOne ${d.rate.toFixed(0)}/s, adapter ${a.rate.toFixed(0)}/s (${a.ok} stored, ${a.unavailable} answered 503, ${a.other} other), adapter/driver ${(a.rate / d.rate).toFixed(2)}; the owner's first create before, ${Math.round(firstMs)} ms`,
+      `  ${clients} at once, round ${round}: bare insertOne ${d.rate.toFixed(0)}/s, adapter ${a.rate.toFixed(0)}/s (${a.ok} stored, ${a.unavailable} answered 503, ${a.other} other), adapter/driver ${(a.rate / d.rate).toFixed(2)}, ${(meter.commands / a.ok).toFixed(2)} commands and ${Math.round(meter.bytes / a.ok)} B read a create; the owner's first create before, ${Math.round(firstMs)} ms`,
     );
   } finally {
-    await store.close();
+    for (const st of stores) await st.close();
   }
 };
 
 const STORM = arg('--storm');
 const REPLACE = process.argv.includes('--replace');
-/** Commands and reply bytes an adapter instance's client sends and reads. */
-const metered = (c: { on: (e: string, f: (ev: { reply?: unknown; commandName?: string }) => void) => void }) => {
-  const m = { commands: 0, bytes: 0 };
-  c.on('commandStarted', (e) => void (e.commandName === 'listIndexes' || m.commands++));
-  c.on('commandSucceeded', (e) => void (m.bytes += BSON.calculateObjectSize(e.reply as BSON.Document)));
-  return m;
-};
 if (STORM !== undefined || REPLACE) {
   try {
     const owners = REPLACE ? 1 : Math.ceil(Number(STORM) / 5000);
@@ -250,6 +275,48 @@ if (STORM !== undefined || REPLACE) {
         `  ${creators} owners creating at once after a restart: all stored after ${(Math.max(...times) / 1000).toFixed(1)} s, ${unavailable} answered 503`,
       );
       await st.close();
+    }
+  } finally {
+    await client.db(db).dropDatabase();
+    await client.close();
+    await server.dispose();
+  }
+  process.exit(0);
+}
+
+if (FILLS) {
+  // One create at a time into owners at 10, 500 and 999 of 1,000, held and not held (a budget of one byte).
+  try {
+    console.log(`one create at a time at a bound of 1,000, FerretDB ${handler}; adapter from ${dist}`);
+    for (const held of [true, false]) {
+      for (const fill of [10, 500, 999]) {
+        const owner = `bench-fill-${fill}-${held}`;
+        await seed(owner, fill);
+        const store = adapter.mongodbPlantRepository({
+          ...adapterOptions(server.uri, db, pino({ level: 'silent' })),
+          ...(held ? {} : { slotCacheBytes: 1 }),
+          timeoutMs: 10_000, // commands and bytes are measured here, not FerretDB's scans
+          monitorCommands: true,
+        });
+        const meter = metered(store.client);
+        await store.repository.ping();
+        const create = (id: number) =>
+          store.repository.insert(owner as Owner, { id: BigInt(id) as PlantId, name: 'x' as PlantName }, 1000)();
+        await create(5000); // the process's first create of the owner: not counted
+        await store.repository.remove(owner as Owner, 5000n as PlantId)();
+        const sum = { commands: 0, bytes: 0, creates: 20 };
+        for (let id = 5001; id <= 5000 + sum.creates; id++) {
+          [meter.commands, meter.bytes] = [0, 0];
+          await create(id);
+          [sum.commands, sum.bytes] = [sum.commands + meter.commands, sum.bytes + meter.bytes];
+          await store.repository.remove(owner as Owner, BigInt(id) as PlantId)(); // room again, not counted
+        }
+        const [commands, bytes] = [sum.commands / sum.creates, sum.bytes / sum.creates];
+        console.log(
+          `  ${held ? 'held' : 'not held'}, ${fill} of 1,000: ${commands.toFixed(2)} commands and ${Math.round(bytes)} B read a create`,
+        );
+        await store.close();
+      }
     }
   } finally {
     await client.db(db).dropDatabase();

@@ -2,6 +2,7 @@
 import type { ServerLimits } from '../adapters/http/server/server.js';
 import type { RedisTarget } from '../adapters/redis/connection.js';
 import type { JwtOptions } from '../adapters/tokens/jwt/jwt-token-verifier.js';
+import { TimingError, timings } from '../adapters/storage/mongodb/quota.js';
 import type { StaticTokenEntry } from './config/auth-tokens.js';
 import { ConfigError, get, type Env, type Variable } from './config/readers.js';
 import { variables } from './config/variables.js';
@@ -66,7 +67,7 @@ export const loadConfig = (env: Env) => {
             kind: storageKind,
             uri: get(env, variables.MONGODB_URI),
             db: get(env, variables.MONGODB_DB),
-            timeoutMs: get(env, variables.STORAGE_TIMEOUT_MS),
+            timeoutMs: loadStorageTimeout(env),
             writeConcern: get(env, variables.MONGODB_WRITE_CONCERN),
             journal: get(env, variables.MONGODB_JOURNAL),
             slotCacheBytes: get(env, variables.MONGODB_SLOTS_MEMORY_BYTES),
@@ -85,6 +86,20 @@ export const loadConfig = (env: Env) => {
     corsOrigins: get(env, variables.CORS_ORIGINS),
     tracing: loadTracing(env),
   };
+};
+
+/** STORAGE_TIMEOUT_MS, within what the per-owner bound's proof allows on MongoDB (quota.ts, `timings`). */
+const loadStorageTimeout = (env: Env): number => {
+  const timeoutMs = get(env, variables.STORAGE_TIMEOUT_MS);
+  try {
+    timings(timeoutMs);
+  } catch (e) {
+    if (!(e instanceof TimingError)) throw e;
+    throw new ConfigError(
+      `STORAGE_TIMEOUT_MS: with STORAGE=mongodb ${e.message} (got "${timeoutMs}"); for example STORAGE_TIMEOUT_MS=${variables.STORAGE_TIMEOUT_MS.example}`,
+    );
+  }
+  return timeoutMs;
 };
 
 /** As OpenTelemetry specifies: the traces endpoint is used as is, the general one gets `/v1/traces`. */

@@ -1,5 +1,6 @@
 import './require-supported-node.js';
 import { parseArgs } from 'node:util';
+import { timings } from '../adapters/storage/mongodb/quota.js';
 import { ConfigError, loadConfig } from './config.js';
 
 const USAGE = `usage: STORAGE=mongodb MONGODB_URI=mongodb://... npm run storage -- repair [--keep-first]
@@ -49,9 +50,7 @@ const main = async (): Promise<number> => {
   const outcome = await repairStorage({
     uri: storage.uri,
     db: storage.db,
-    // Every running service lists the indexes every 30 s and cuts its requests under way when one is missing; a command
-    // such a request sent before lands within its deadline (STORAGE_TIMEOUT_MS).
-    noticeMs: 30_000 + storage.timeoutMs + 5000,
+    noticeMs: timings(storage.timeoutMs).repairWaitMs,
     keepFirst: parsed.values['keep-first'] === true,
     report: (line) => process.stdout.write(`${line}\n`),
   });

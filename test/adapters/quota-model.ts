@@ -11,7 +11,7 @@
  * command is sent. Processes restart with other bounds and clocks of their own; time passes in steps around the
  * contract's 60 s, the looks' 30 s and the index check's 30 s; a load can be slower than a request's deadline.
  *
- * After every step it checks the invariants of docs/storage.md; a run without faults also checks progress: every
+ * After every step it checks the invariants of quota.ts's header; a run without faults also checks progress: every
  * create is stored or refused by the bound (after its retries, when a slow store cuts requests), within a bounded
  * number of commands. A violation fails the run with the step's trace.
  */
@@ -22,6 +22,7 @@ import {
   OUTSIDE_FROM,
   QuotaForgotten,
   quota,
+  timings,
   type Quota,
   type QuotaStore,
 } from '../../adapters/storage/mongodb/quota.js';
@@ -29,12 +30,10 @@ import { repair, type RepairStore, type Shared } from '../../adapters/storage/mo
 
 const OWNERS = ['o', 'p'] as const;
 const DEADLINE_MS = 2000;
-const LOOK_TTL_MS = 30_000;
+/** The looks' expiry, the index checks' interval and the repair's wait, as the service derives them from its T. */
+const TIMINGS = timings(DEADLINE_MS);
 /** The contract: from 60 s after the last process with another bound stopped, the bound is exact. */
 const EXACT_AFTER_MS = 60_000;
-/** Each process lists the indexes this often (by its own timer), and the repair waits as storage-cli.ts says. */
-const INDEX_CHECK_MS = 30_000;
-const NOTICE_MS = INDEX_CHECK_MS + DEADLINE_MS + 5000;
 /** How long a slow store takes to answer a read of slots (a load or a glance), times the reads in flight. */
 const SLOW_MS = 1200;
 /** Progress: the most commands a create may send, and how long a client waits before it retries a 503. */
@@ -71,7 +70,7 @@ export interface Scenario {
   readonly slotTaken: boolean;
   /** The offset of each process's clock at each of its starts (a monotonic clock with its own origin). */
   readonly clocks: readonly number[];
-  /** When, in every 30 s, each process lists the indexes. */
+  /** When, in every 30 s (scaled to the index checks' interval), each process lists the indexes. */
   readonly phases: readonly number[];
   /** Reads of slots take SLOW_MS each, advancing the clock; a create answered 503 is retried (progress: once stored). */
   readonly slow: boolean;
@@ -298,6 +297,53 @@ const storm: fc.Arbitrary<Scenario> = fc
     slow: true,
   }));
 
+/**
+ * A refusal raced by processes without a bound: a process holds the owner full (a create refused), a plant is deleted,
+ * then it creates an id while one process stores that id and another a second plant, outside. Between the refusal's
+ * look-up of the id and its count the owner may become full of other ids with that id stored: never full without it,
+ * so only the id read again after the count answers right (RULE 3).
+ */
+const unbound: fc.Arbitrary<Scenario> = fc
+  .record({ ...common, b: fc.constantFrom(2, 3), faults: fc.constant([]) })
+  .map(({ b, ...rest }) => ({
+    ...rest,
+    bounds: [b, 0, 0],
+    held: 8,
+    stored: Array.from({ length: b }, (_, slot) => [0, 3 + slot, slot] as const),
+    rounds: [
+      [create(0, 6)],
+      [{ kind: 'delete', proc: 2, owner: 0, id: 3 } as const],
+      [create(0, 0), create(1, 0), create(2, 2)],
+    ],
+  }));
+
+/**
+ * A look sent while the slot index is missing, used after the repair moved plants out: two processes new to the owner
+ * share its free slot, one of them is refused (and looks again, clean) some seconds before the repair's wait ends, then
+ * deletes and creates after it. Harmless only if that process noticed the missing index (and forgot) before the
+ * repair moved anything: what the repair's wait is derived for (quota.ts, `timings`, T2).
+ */
+const noticed: fc.Arbitrary<Scenario> = fc
+  .record({
+    ...common,
+    faults: fc.array(fc.constantFrom<Fault>('ok', 'ok', 'ok', 'ok', 'lost', 'timeout'), { maxLength: 12 }),
+  })
+  .map((rest) => ({
+    ...rest,
+    bounds: [3, 3, 3],
+    held: 8,
+    stored: [[0, 3, 0] as const, [0, 4, 1] as const],
+    rounds: [
+      [{ kind: 'drop' } as const],
+      [{ kind: 'repair' } as const, create(1, 0), create(2, 1)],
+      [{ kind: 'advance', ms: TIMINGS.repairWaitMs - TIMINGS.lookTtlMs + 10_000 } as const],
+      [create(1, 5)],
+      [{ kind: 'advance', ms: TIMINGS.lookTtlMs - 9000 } as const],
+      [{ kind: 'delete', proc: 1, owner: 0, id: 3 } as const],
+      [create(1, 6)],
+    ],
+  }));
+
 export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.oneof(
   { weight: 4, arbitrary: mixed },
   { weight: 2, arbitrary: rolling },
@@ -305,6 +351,8 @@ export const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.oneof(
   { weight: 1, arbitrary: lowered },
   { weight: 3, arbitrary: glanced },
   { weight: 1, arbitrary: raced },
+  { weight: 1, arbitrary: noticed },
+  { weight: 1, arbitrary: unbound },
   { weight: Number(process.env['NO_STORM'] ?? 1) === 0 ? 0 : 1, arbitrary: storm },
 );
 
@@ -375,6 +423,8 @@ interface Proc {
 export interface ModelOptions {
   /** RULE 1's expiry as the processes use it (the model checks the contract's 60 s whatever it is). */
   readonly lookTtlMs?: number;
+  /** How often the processes list the indexes, if not as `timings` says (the repair still waits as it says). */
+  readonly indexCheckMs?: number;
 }
 
 /** Runs one scenario under the scheduler; resolves with the first violation found, or undefined. */
@@ -384,6 +434,7 @@ export const runScenario = async (
   options: ModelOptions = {},
 ): Promise<string | undefined> => {
   const docs = new Map<number, Doc>();
+  const checkMs = options.indexCheckMs ?? TIMINGS.indexCheckMs;
   let nextRef = 1;
   let step = 0;
   let clock = 0;
@@ -631,7 +682,7 @@ export const runScenario = async (
     p.ops.add(p.background);
     p.quota = quota(storeFor(p), {
       now: () => clock + origin,
-      lookTtlMs: options.lookTtlMs ?? LOOK_TTL_MS,
+      lookTtlMs: options.lookTtlMs ?? TIMINGS.lookTtlMs,
       maxHeld: () => scenario.held,
       random: (n) => {
         p.seed = (p.seed * 1103515245 + 12345) % 2147483648;
@@ -708,9 +759,10 @@ export const runScenario = async (
     if (action.kind === 'advance') {
       let left = action.ms;
       while (left > 0) {
-        // Each index check (at its process's phase, then every INDEX_CHECK_MS) and each end of the repair's wait.
-        const since = (p: Proc) => (clock - (scenario.phases[p.index] ?? 0) + INDEX_CHECK_MS) % INDEX_CHECK_MS;
-        const checks = procs.map((p) => INDEX_CHECK_MS - since(p));
+        // Each index check (at its process's phase, then every checkMs) and each end of the repair's wait.
+        const phase = (p: Proc) => ((scenario.phases[p.index] ?? 0) * checkMs) / 30_000;
+        const since = (p: Proc) => (((clock - phase(p)) % checkMs) + checkMs) % checkMs;
+        const checks = procs.map((p) => checkMs - since(p));
         const wakes = [...sleeps].map((w) => w.until - clock);
         const next = Math.min(left, ...checks, ...wakes.filter((w) => w > 0));
         pass(next);
@@ -730,7 +782,7 @@ export const runScenario = async (
       return false;
     }
     if (action.kind === 'repair') {
-      void repair(repairStore, { noticeMs: NOTICE_MS, keepFirst: false, report: () => {} }).catch(() => {});
+      void repair(repairStore, { noticeMs: TIMINGS.repairWaitMs, keepFirst: false, report: () => {} }).catch(() => {});
       return false;
     }
     const p = procs[action.proc] as Proc;

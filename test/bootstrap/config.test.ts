@@ -416,6 +416,15 @@ test('STORAGE=mongodb reads its own variables with their defaults', () => {
   });
 });
 
+test('STORAGE=mongodb refuses a STORAGE_TIMEOUT_MS too long for the per-owner bound to be exact 60 s after a change', () => {
+  assert.is(loadConfig({ STORAGE: 'mongodb', STORAGE_TIMEOUT_MS: '18333' }).storage.kind, 'mongodb');
+  assert.is(
+    failure({ STORAGE: 'mongodb', STORAGE_TIMEOUT_MS: '18334' }),
+    'STORAGE_TIMEOUT_MS: with STORAGE=mongodb at most 18333 ms, so that the per-owner bound is exact 60 s after a change (3 x 18334 + a look\'s 0 + 5000 > 60000) (got "18334"); for example STORAGE_TIMEOUT_MS=2000',
+  );
+  assert.is(loadConfig({ STORAGE_TIMEOUT_MS: '60000' }).storage.kind, 'memory', "the bound is MongoDB's");
+});
+
 test('MAX_PLANTS_PER_OWNER bounds each owner (0: no bound); MEMORY_MAX_PLANTS bounds the in-memory store', () => {
   assert.is(loadConfig({ MAX_PLANTS_PER_OWNER: '0' }).maxPlantsPerOwner, 0);
   assert.is(loadConfig({ MAX_PLANTS_PER_OWNER: '25' }).maxPlantsPerOwner, 25);

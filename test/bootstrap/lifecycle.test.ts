@@ -110,12 +110,12 @@ test('/readyz answers within its bound when storage accepts connections and neve
     ...base,
     STORAGE: 'mongodb',
     MONGODB_URI: `mongodb://127.0.0.1:${mongo.port}`,
-    STORAGE_TIMEOUT_MS: '60000',
+    STORAGE_TIMEOUT_MS: '18000', // the longest STORAGE=mongodb takes (quota.ts, `timings`)
   });
   try {
     const port = await listening(svc);
     for (let i = 0; i < 3; i++) {
-      // Answered by the readiness bound (500 ms), not by storage's own (60 s here): the request gives up at half of
+      // Answered by the readiness bound (500 ms), not by storage's own (18 s here): the request gives up at half of
       // storage's, so only the readiness bound can answer it, with room for a loaded machine.
       const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(30_000) });
       assert.is(res.status, 503);
@@ -134,7 +134,7 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
     ...base,
     STORAGE: 'mongodb',
     MONGODB_URI: `mongodb://127.0.0.1:${mongo.port}`,
-    STORAGE_TIMEOUT_MS: '30000',
+    STORAGE_TIMEOUT_MS: '18000',
     SHUTDOWN_TIMEOUT_MS: '1000',
   });
   try {
@@ -148,7 +148,7 @@ test('the whole shutdown is bounded by SHUTDOWN_TIMEOUT_MS, a request hung on st
     const sent = Date.now();
     svc.child.kill('SIGTERM');
     assert.is(await svc.exited, 0);
-    assert.ok(Date.now() - sent < 10_000, `stopped in ${Date.now() - sent} ms, not at the 30 s storage bound`);
+    assert.ok(Date.now() - sent < 10_000, `stopped in ${Date.now() - sent} ms, not at the 18 s storage bound`);
     assert.ok((await hung) instanceof Error, 'the request still running at the bound was cut');
     assert.match(svc.stdout(), /"cutRequests":1,"msg":"shutdown bound reached: cutting the requests still running"/);
     assert.match(svc.stdout(), /"msg":"stopped"/);

@@ -167,7 +167,7 @@ test('a request cut by the shutdown bound while the store does not answer is log
     STORAGE: 'mongodb',
     MONGODB_URI: `mongodb://127.0.0.1:${proxy.port}/`,
     MONGODB_DB: `plantstore_cut_${Date.now()}`,
-    STORAGE_TIMEOUT_MS: '30000',
+    STORAGE_TIMEOUT_MS: '18000',
     SHUTDOWN_TIMEOUT_MS: '1000',
     AUTH_TOKENS: JSON.stringify([{ token, owner: 'acme', subject: 'ci', scopes: ['plants:read', 'plants:write'] }]),
   });

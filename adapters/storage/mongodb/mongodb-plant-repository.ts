@@ -10,7 +10,7 @@ import type { Plant } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { decodeStored } from './plant-document.js';
 import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, indexUpkeep } from './indexes.js';
-import { HELD_BYTES, QuotaForgotten, quota, type QuotaStore } from './quota.js';
+import { HELD_BYTES, QuotaForgotten, quota, timings, type QuotaStore } from './quota.js';
 
 export { INDEX_NAME, INDEX_SPECS, SLOT_INDEX_NAME };
 
@@ -22,11 +22,11 @@ export interface MongoOptions {
   readonly writeConcern: 'majority' | number;
   readonly journal: boolean;
   readonly logger: Logger;
-  /** How often a running service checks that the unique indexes are still there (30 s). */
+  /** How often a running service checks that the unique indexes are still there (tests; quota.ts, `timings`). */
   readonly indexRecheckMs?: number;
   /** Bytes of memory for what the process remembers of owners' slots (MONGODB_SLOTS_MEMORY_BYTES, 64 MiB). */
   readonly slotCacheBytes?: number;
-  /** How long a look that found no outside plant is trusted (quota.ts, RULE 1; see `lookTtlFor`). */
+  /** How long a look that found no outside plant is trusted (tests; quota.ts, RULE 1 and `timings`). */
   readonly lookTtlMs?: number;
   /** Command monitoring events on `client` (tests count round trips). */
   readonly monitorCommands?: boolean;
@@ -41,12 +41,6 @@ const readConcern = { level: 'majority' } as const;
 const slotted = (owner: string, d: { _id: ObjectId; slot: number }) => ({ ref: { owner, _id: d._id }, slot: +d.slot });
 
 export const COLLECTION = 'plants';
-/**
- * RULE 1's expiry (quota.ts): a look is trusted 30 s, less when requests may take long, so that the expiry, the last
- * write of a stopped process landing, and a request's wait and landing (each within `timeoutMs`) fit in the 60 s after
- * which the contract wants the bound exact again. Above 18 s of STORAGE_TIMEOUT_MS every create looks (docs/storage.md).
- */
-const lookTtlFor = (timeoutMs: number): number => Math.max(0, Math.min(30_000, 55_000 - 3 * timeoutMs));
 
 class DeadlineExceeded extends Error {}
 
@@ -101,8 +95,8 @@ export interface MongodbPlantRepository {
  */
 export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepository => {
   const { timeoutMs, logger } = options;
-  const lookTtlMs = options.lookTtlMs ?? lookTtlFor(timeoutMs);
-  const lookMs = Math.max(timeoutMs, lookTtlMs / 2); // a look's own bound (`looked`)
+  const tuned = { indexCheckMs: options.indexRecheckMs, lookTtlMs: options.lookTtlMs };
+  const { lookTtlMs, lookMs, indexCheckMs } = timings(timeoutMs, tuned);
   const client = new MongoClient(options.uri, {
     useBigInt64: true,
     serverSelectionTimeoutMS: timeoutMs,
@@ -246,12 +240,12 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   };
 
   // Connect and build the indexes now, without making start-up wait (failures show in /readyz and as 503s); then a
-  // dropped index is noticed within indexRecheckMs, without a request asking.
+  // dropped index is noticed within indexCheckMs, without a request asking.
   const checkIndexes = () => connect().then(indexes.check);
   void checkIndexes().catch((e: unknown) => {
     logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'storage not reachable yet; will retry on demand');
   });
-  const recheckTimer = setInterval(() => void checkIndexes().catch(() => undefined), options.indexRecheckMs ?? 30_000);
+  const recheckTimer = setInterval(() => void checkIndexes().catch(() => undefined), indexCheckMs);
   recheckTimer.unref();
 
   return {

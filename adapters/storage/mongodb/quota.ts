@@ -2,24 +2,121 @@ import type { InsertOutcome } from '../../../application/ports/plant-repository.
 import type { Plant, PlantId } from '../../../domain/plant.js';
 
 /**
- * The per-owner bound on MongoDB: the decisions, over the commands they need (`QuotaStore`), so that they run without a
- * server too (test/adapters/quota-model.test.ts drives them against a model store under every interleaving).
+ * The per-owner bound on MongoDB: its rules, the proof that they keep it, the timings the proof needs (`timings`),
+ * the decisions (`next`, `whenFull`, `refusalStep`: pure functions of what the process holds and the store answered)
+ * and the loop that sends the commands they choose (`Bound`, over `QuotaStore`), so that all of it also runs without
+ * a server (test/adapters/quota-model.test.ts drives it against a model store under every interleaving).
  *
- * Exactness rests on the unique index on `{owner, slot}` alone. Under a bound `max` a create takes a slot in [0, max)
- * (*inside*): the index makes more than `max` inside plants of an owner impossible, whatever the races, crashes and
- * retries. Plants at a slot >= max are *outside* (created without a bound at a random slot in [2^48, 2^49), under a
- * larger bound, kept over a lowered one, or moved out by the repair). They count too, so:
+ * Under a bound `max` a create takes a slot in [0, max) (*inside*); the unique index on {owner, slot} makes more than
+ * `max` inside plants of an owner impossible, whatever the races, crashes and retries. A plant at a slot >= max is
+ * *outside* (created without a bound at a random slot in [2^48, 2^49), under a larger bound, kept over a lowered one,
+ * or moved out by the repair); it counts too. T is a request's deadline (`timings`).
  *
  *   RULE 1. An inside insert goes ahead only after a look (a read of the owner's slots) that found no outside plant,
  *           sent less than `lookTtlMs` before, by this process's own clock.
  *   RULE 2. An owner with outside plants keeping fewer than `max` has them moved into free inside slots (each move
- *           arbitrated by the unique index, as an insert is) and is looked at again; otherwise it is refused.
- *   RULE 3. A refusal (OwnerFull) is decided on the owner's count of other ids, read from the store in the request.
+ *           arbitrated by the slot index, as an insert is) and is looked at again; otherwise it is refused.
+ *   RULE 3. A refusal (OwnerFull) is decided on the owner's count of other ids, read from the store in the request
+ *           between two look-ups of the id that found none.
  *   RULE 4. A delete removes the document it found by `_id`, never by a filter a later create could match.
+ *   RULE 5. From a process's index check that finds a unique index missing until it is back, its creates answer 503,
+ *           it forgets what it held and its requests under way end before their next command (`forget`); the repair
+ *           moves no plant outside before `repairWaitMs` after it saw the slot index missing (repair.ts).
  *
- * RULE 1's expiry bounds how long a clean look is trusted while processes with another bound write outside (the
- * contract's 60 s). What a process holds of an owner (`Held`) is a hint the index corrects (docs/storage.md).
+ * Why no schedule of creates, deletes, moves, crashes, lost replies, restarts and bound changes puts an owner above
+ * the one bound `max` in force (once 60 s have passed since the last process with another bound stopped):
+ * (a) Only an insert adds a plant; a move changes a slot, a delete removes one. Inside plants never exceed `max` while
+ *     the slot index is in place (an insert or a move into a slot is refused when it is taken), so the owner keeps at
+ *     most `max` as long as it has no outside plant whenever an inside insert lands.
+ * (b) Under one bound in force nothing writes an outside plant: creates and moves write inside slots only, a process
+ *     with no or a larger bound would, and none runs. So a look that found no outside plant stays true until the next
+ *     delete or move inside, which only removes outside plants.
+ * (c) An inside insert is sent less than `lookTtlMs` after such a look was sent (RULE 1) and lands within T; a stopped
+ *     process's last write landed within T of its stop. With T1 (lookTtlMs + 3T + 5 s <= 60 s), every inside insert
+ *     landing 60 s after that stop follows a look sent after the last outside write landed: by (b) the owner has no
+ *     outside plant then, and by (a) at most `max`. A lost reply or a driver's retry is an insert that landed or not:
+ *     either way the index ruled it. A restarted process holds nothing and looks first.
+ * (d) Bound changes: raised, every plant stays inside; lowered or turned on, plants at a slot >= max are outside and
+ *     RULE 1 makes every create look first, so the owner is refused or has them moved in (RULE 2) into free slots the
+ *     index arbitrates, until it is below `max`, then gets exactly the room left.
+ * (e) What a process holds (`Held`: slots it knows taken, outside plants it saw, when its clean look was sent) only
+ *     chooses a slot to try and when to look: a slot believed free but taken is refused by the index, one believed
+ *     taken but free at worst makes the owner look full, and a refusal rests on the store's count (RULE 3): it is
+ *     answered only when, at the count's moment, the owner kept `max` other ids, a serial order that refuses.
+ * (f) A delete landing late (a lost reply, a timeout) removes the document it found, never a plant created again under
+ *     that id since, which is another document (RULE 4).
+ * (g) A dropped slot index lets plants share a slot. Each process notices within `indexCheckMs`, forgets, and its
+ *     requests begun before send nothing more; their commands land within T. With T2 (repairWaitMs >= indexCheckMs + T
+ *     + 5 s), when the repair moves plants outside no process trusts a look sent before it noticed, so every look an
+ *     insert later relies on sees the moved plants: (b) and (c) hold again, the moves being outside writes it saw.
+ *
+ * Each rule and the test that checks it (the model test checks the invariants after every step of every schedule):
+ *
+ * | rule                                | checked by                                                                  |
+ * | ----------------------------------- | --------------------------------------------------------------------------- |
+ * | (a) inside plants <= max            | quota-model (after every step)                                              |
+ * | RULE 1 and T1 (60 s after a change) | quota-model (rolling, mixed; `lookTtlMs` Infinity finds a breach); quota-   |
+ * |                                     | processes (rolling restarts 10 -> 20 -> 10); mongodb-commands (expiry seek) |
+ * | RULE 2 (d) outside plants           | quota-model (lowered, glanced, mixed); quota-processes (turned on, lowered) |
+ * | RULE 3 (e) refusals                 | quota-model (raced; strict: a serial order refuses); http quota             |
+ * | RULE 4 (f) late deletes             | quota-model (each delete); mongodb-network-faults; mongodb-lost-reply       |
+ * | RULE 5 and T2 (g) dropped index     | quota-model (dropped, noticed; a 60 s check finds a breach); mongodb-index; |
+ * |                                     | mongodb-repair; quota-processes (slot index dropped, repaired)              |
+ * | nothing acknowledged lost           | quota-model; quota-processes (kill -9 mid-burst); contract suite            |
+ * | progress: no 503 without a fault    | quota-model (every run without faults; storm); quota-processes (16, 32)     |
+ * | constant commands per operation     | mongodb-commands                                                            |
  */
+
+/** The contract (§10): the bound is exact from 60 s after the last process with another bound stopped. */
+export const EXACT_AFTER_MS = 60_000;
+/** The contract (§10): a dropped index is noticed within 30 s; each process lists the indexes this often. */
+export const INDEX_CHECK_MS = 30_000;
+/** What the proof leaves untimed: a listing's own time, a timer firing late on a loaded machine. */
+const SLACK_MS = 5000;
+
+/** Every timing the proof rests on, from `timings` alone; `T` is `timeoutMs`. */
+export interface Timings {
+  /** T: a request's deadline; every command it sent has landed or never will by then (maxTimeMS, wtimeoutMS). */
+  readonly timeoutMs: number;
+  /** RULE 1: how long a clean look is trusted. */
+  readonly lookTtlMs: number;
+  /** A shared look's reads' own bound (they outlive the requests waiting): a read, so the proof needs no bound. */
+  readonly lookMs: number;
+  /** How often each process lists the unique indexes (and forgets everything when one is missing). */
+  readonly indexCheckMs: number;
+  /** How long the repair waits after it saw the slot index missing before it moves a plant outside. */
+  readonly repairWaitMs: number;
+}
+
+/** Timings that break an inequality of the proof: the message says which, in one line. */
+export class TimingError extends Error {}
+
+/**
+ * The timings, derived from T (STORAGE_TIMEOUT_MS) and the index check's interval (the contract's 30 s unless a test
+ * tunes it), with the inequalities the proof (above) needs asserted: timings that break one throw TimingError.
+ * - (T1) lookTtlMs + 3T + SLACK_MS <= 60 s: a look trusted to the end of its life, an insert sent then and landing
+ *   within T, and a stopped process's last write landing within T of its stop fit in the contract's 60 s.
+ * - (T2) repairWaitMs >= indexCheckMs + T + SLACK_MS: every process has listed the indexes since the repair saw the
+ *   slot index missing, and every request begun before it noticed has ended, its commands landed.
+ */
+export const timings = (
+  timeoutMs: number,
+  tuned: Partial<Record<'indexCheckMs' | 'lookTtlMs', number | undefined>> = {},
+): Timings => {
+  const indexCheckMs = tuned.indexCheckMs ?? INDEX_CHECK_MS;
+  const lookTtlMs = tuned.lookTtlMs ?? Math.max(0, Math.min(30_000, EXACT_AFTER_MS - SLACK_MS - 3 * timeoutMs));
+  const repairWaitMs = indexCheckMs + timeoutMs + SLACK_MS;
+  if (!(lookTtlMs + 3 * timeoutMs + SLACK_MS <= EXACT_AFTER_MS)) {
+    const most = Math.floor((EXACT_AFTER_MS - SLACK_MS - lookTtlMs) / 3);
+    throw new TimingError(
+      `at most ${most} ms, so that the per-owner bound is exact 60 s after a change (3 x ${timeoutMs} + a look's ${lookTtlMs} + ${SLACK_MS} > ${EXACT_AFTER_MS})`,
+    );
+  }
+  if (!(repairWaitMs >= indexCheckMs + timeoutMs + SLACK_MS)) {
+    throw new TimingError(`the repair's wait ${repairWaitMs} ms is shorter than an index check and a request`);
+  }
+  return { timeoutMs, lookTtlMs, lookMs: Math.max(timeoutMs, lookTtlMs / 2), indexCheckMs, repairWaitMs };
+};
 
 /**
  * The commands the bound needs, each one round trip on `_id` or a unique index with `owner` first: insertOne
@@ -132,48 +229,109 @@ export interface Quota {
   readonly forget: () => void;
 }
 
-export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota => {
-  const { now, lookTtlMs, random } = options;
-  const held = new Map<string, Held>(); // the owners held, least recently used first (a Map keeps insertion order)
-  /** The look under way for an owner, if any, shared by its requests (see `Check`), and their checks. */
-  const looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
-  /** Per owner, the slots reserved by its creates in flight here, each settled once released. */
-  const reserved = new Map<string, Map<number, Promise<unknown>>>();
-  let generation = 0; // times everything was forgotten: a request that began before may not keep what it read
-  /** `check`, and whether what this process knows was forgotten since the request began. */
-  const guarded =
-    (check: Check, began = generation): Check =>
-    () => {
-      check();
-      if (generation !== began) throw new QuotaForgotten('the unique indexes changed under the request');
-    };
+/** What a bounded create does next, decided from what this process holds of the owner (`next`, `whenFull`). */
+export type Next =
+  | { readonly run: 'insert'; readonly slot: number } // RULE 1: a clean look holds, and a slot is believed free
+  | { readonly run: 'wait' } // every slot believed free is reserved by this process's creates in flight: their answers
+  | { readonly run: 'glance' } // believed full by creates since the look: a delete elsewhere may have left room above
+  | { readonly run: 'move-in' } // RULE 2: outside plants, and room for them
+  | { readonly run: 'refusal' } // RULE 3: believed full; the store's count decides (else a load)
+  | { readonly run: 'load' }; // a glance that saw an outside plant knows nothing else
 
-  const keep = (owner: string, state: Held): void => {
-    held.delete(owner);
-    held.set(owner, state);
-    const room = options.maxHeld(state.max);
-    while (held.size > room) held.delete(held.keys().next().value as string); // the least recently used
-  };
+/**
+ * The next step of a bounded create: a slot believed free and not reserved here, the lowest (further out at random in
+ * a window that doubles per meeting, once `spread` says processes met here), or what the owner's fullness asks.
+ */
+export const next = (state: Held, reserved: ReadonlyMap<number, unknown> | undefined, spread: number, draw: Draw) => {
+  const low = state.outside > 0 ? undefined : state.nextFree(0, reserved);
+  if (low !== undefined) {
+    const slot = spread === 0 ? low : (state.nextFree(low + draw(2 << Math.min(spread, 12)), reserved) ?? low);
+    return { run: 'insert', slot } as const;
+  }
+  if (state.outside === 0 && reserved !== undefined && state.nextFree() !== undefined) return { run: 'wait' } as const;
+  if (state.outside === 0 && !state.fresh && !state.counted) return { run: 'glance' } as const;
+  return whenFull(state);
+};
+
+/** An owner with no slot to try: its outside plants moved in if there is room (RULE 2), or RULE 3's reads. */
+export const whenFull = (state: Held): Next => {
+  if (state.counted && state.outside > 0 && state.used + state.outside < state.max) return { run: 'move-in' };
+  return state.counted || state.outside === 0 ? { run: 'refusal' } : { run: 'load' };
+};
+
+type Draw = (n: number) => number;
+
+/** RULE 3's reads, in order: the id, the count of the owner's other ids, the id again. */
+export type Refusal =
+  { readonly read: 'id' } | { readonly read: 'count' } | { readonly read: 'id again'; count: number };
+
+/**
+ * RULE 3 on what the store answered: a plant found answers 200 or 409 (stored meanwhile, say by this create's late
+ * attempt, or deleted since: either is a serial order); `room`: fewer than `max` other ids, the create goes on. A
+ * refusal saw the owner full of other ids between two reads without the id: a delete of that plant, its creation
+ * elsewhere, or both, never pass for a full owner.
+ */
+export const refusalStep = (
+  max: number,
+  at: Refusal,
+  answer: Plant | number | undefined,
+): Refusal | 'room' | { readonly _tag: 'OwnerFull'; readonly count: number } | { readonly found: Plant } => {
+  if (typeof answer === 'object') return { found: answer };
+  if (at.read === 'id') return { read: 'count' };
+  if (at.read === 'count') return (answer ?? 0) < max ? 'room' : { read: 'id again', count: answer ?? 0 };
+  return { _tag: 'OwnerFull', count: at.count };
+};
+
+/** The decisions' loop: sends the commands they choose and feeds the answers back; what this process holds. */
+class Bound<Ref> implements Quota {
+  /** The owners held, least recently used first (a Map keeps insertion order). */
+  private readonly held = new Map<string, Held>();
+  /** The look under way for an owner, if any, shared by its requests (see `Check`), and their checks. */
+  private readonly looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
+  /** Per owner, the slots reserved by its creates in flight here, each settled once released. */
+  private readonly reserved = new Map<string, Map<number, Promise<unknown>>>();
+  /** Times everything was forgotten: a request that began before may not keep what it read. */
+  private generation = 0;
+
+  constructor(
+    private readonly store: QuotaStore<Ref>,
+    private readonly options: QuotaOptions,
+  ) {}
+
+  /** `check`, and whether what this process knows was forgotten since the request began. */
+  private guarded(check: Check, began = this.generation): Check {
+    return () => {
+      check();
+      if (this.generation !== began) throw new QuotaForgotten('the unique indexes changed under the request');
+    };
+  }
+
+  private keep(owner: string, state: Held): void {
+    this.held.delete(owner);
+    this.held.set(owner, state);
+    const room = this.options.maxHeld(state.max);
+    while (this.held.size > room) this.held.delete(this.held.keys().next().value as string); // the least recently used
+  }
 
   /** Reads every slot of the owner, a page at a time: a look (RULE 1) and the bitset at once. */
-  const load = async (owner: string, max: number, check: Check): Promise<Held> => {
-    const sentAt = now();
+  private async load(owner: string, max: number, check: Check): Promise<Held> {
+    const sentAt = this.options.now();
     const state = new Held(max, true);
     for (let after = -1, page = [] as number[]; after === -1 || page.length === PAGE; after = page.at(-1) ?? max) {
       check();
-      page = await store.slots(owner, after, PAGE);
+      page = await this.store.slots(owner, after, PAGE);
       for (const slot of page) if (slot < max) state.mark(slot, true);
       state.outside += page.filter((slot) => slot >= max).length;
     }
     if (state.outside === 0) state.cleanAt = sentAt;
     return state;
-  };
+  }
 
   /** RULE 1's look at the owner's highest slot: every slot up to it taken as taken (packed); outside, nothing else. */
-  const glance = async (owner: string, max: number, check: Check): Promise<Held> => {
+  private async glance(owner: string, max: number, check: Check): Promise<Held> {
     check();
-    const sentAt = now();
-    const top = (await store.top(owner))?.slot ?? -1;
+    const sentAt = this.options.now();
+    const top = (await this.store.top(owner))?.slot ?? -1;
     const state = new Held(max, false);
     // An outside plant: kept as such, so that the next look is the load alone (a request may not outlast two reads).
     if (top >= max) return ((state.outside = 1), state);
@@ -182,172 +340,168 @@ export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota
     for (let slot = (top + 1) & ~7; slot <= top; slot++) state.mark(slot, true);
     state.cleanAt = sentAt;
     return state;
-  };
+  }
 
   /**
    * A look (a glance; `full`: a load) shared by the owner's requests: each command goes while one of them is within
    * its deadline, and what it read is kept even after they all answered 503, so that a slow store still makes progress.
    */
-  const look = async (owner: string, max: number, check: Check, full = false): Promise<Held> => {
-    let shared = looking.get(owner);
+  private async look(owner: string, max: number, check: Check, full = false): Promise<Held> {
+    let shared = this.looking.get(owner);
     if (shared === undefined) {
-      const [waiters, began] = [[check], generation];
-      const own: Check = guarded(() => {
+      const [waiters, began] = [[check], this.generation];
+      const own = this.guarded(() => {
         if (!waiters.some(alive)) check(); // every request waiting has ended: the first one's error
       }, began);
-      const done: Promise<Held> = (full ? load(owner, max, own) : glance(owner, max, own))
-        .finally(() => looking.get(owner)?.done === done && looking.delete(owner))
-        .then((state) => (began === generation && keep(owner, state), state));
-      looking.set(owner, (shared = { done, waiters }));
+      const done: Promise<Held> = (full ? this.load(owner, max, own) : this.glance(owner, max, own))
+        .finally(() => this.looking.get(owner)?.done === done && this.looking.delete(owner))
+        .then((state) => (began === this.generation && this.keep(owner, state), state));
+      this.looking.set(owner, (shared = { done, waiters }));
     } else shared.waiters.push(check);
     const state = await shared.done;
     check();
-    return state.max === max ? state : look(owner, max, check, full);
-  };
+    return state.max === max ? state : this.look(owner, max, check, full);
+  }
 
   /** The owner's state with a clean look younger than lookTtlMs (RULE 1), or with its outside plants as loaded. */
-  const current = async (owner: string, max: number, check: Check): Promise<Held> => {
-    const state = held.get(owner);
-    if (state === undefined || state.max !== max || (state.outside === 0 && now() - state.cleanAt >= lookTtlMs)) {
-      return look(owner, max, check);
-    }
-    keep(owner, state);
+  private async current(owner: string, max: number, check: Check): Promise<Held> {
+    const state = this.held.get(owner);
+    if (state === undefined || state.max !== max || this.expired(state)) return this.look(owner, max, check);
+    this.keep(owner, state);
     return state;
-  };
+  }
 
-  // RULE 3: the id, the count of other ids, the id again. A plant found answers 200 or 409 (stored meanwhile, say by
-  // this create's late attempt, or deleted since: either is a serial order); a refusal saw the owner full of other ids
-  // between two reads without it: a delete of that plant, its creation elsewhere, or both, never pass for a full owner.
-  const refusal = async (owner: string, plant: Plant, state: Held, check: Check) => {
-    const find = async () => (check(), (await store.find(owner, plant.id))?.plant);
-    let stored = await find();
-    if (stored === undefined) {
+  private expired(state: Held): boolean {
+    return state.outside === 0 && this.options.now() - state.cleanAt >= this.options.lookTtlMs;
+  }
+
+  /** RULE 3's reads (`refusalStep`): undefined when the owner has room after all. */
+  private async refusal(owner: string, plant: Plant, state: Held, check: Check) {
+    for (let at: ReturnType<typeof refusalStep> = { read: 'id' }; ;) {
       check();
-      const count = await store.count(owner, plant.id);
-      if (count < state.max) return undefined;
-      if ((stored = await find()) === undefined) return { _tag: 'OwnerFull', count } as const;
+      const answer =
+        at.read === 'count' ? await this.store.count(owner, plant.id) : (await this.store.find(owner, plant.id))?.plant;
+      at = refusalStep(state.max, at, answer);
+      if (at === 'room') return undefined;
+      if ('found' in at) return { _tag: 'Exists', stored: at.found, ...state.reported } as const;
+      if ('_tag' in at) return at;
     }
-    return { _tag: 'Exists', stored, ...state.reported } as const;
-  };
+  }
 
   /** RULE 2: moves the owner's outside plants into slots believed free, each move arbitrated by the slot index. */
-  const moveIn = async (owner: string, state: Held, check: Check): Promise<void> => {
+  private async moveIn(owner: string, state: Held, check: Check): Promise<void> {
     check();
-    const plants = await store.outside(owner, state.max);
+    const plants = await this.store.outside(owner, state.max);
     await Promise.all(
       plants.map(async ({ ref, slot }) => {
         for (let to = state.nextFree(); to !== undefined; to = state.nextFree()) {
           state.mark(to, true); // taken by this move, or by whoever refused it
           check();
-          if (await store.move(ref, slot, to)) return;
+          if (await this.store.move(ref, slot, to)) return;
         }
       }),
     );
-  };
+  }
 
-  const unbounded = async (owner: string, plant: Plant, check: Check): Outcome => {
-    held.delete(owner); // an outside plant of an owner this process may hold under a bound (tests mix bounds)
+  private async unbounded(owner: string, plant: Plant, check: Check): Outcome {
+    this.held.delete(owner); // an outside plant of an owner this process may hold under a bound (tests mix bounds)
     for (let round = 0; round < MAX_ROUNDS; round++) {
       check();
-      const attempt = await store.insert(owner, plant, OUTSIDE_FROM + random(OUTSIDE_FROM));
+      const attempt = await this.store.insert(owner, plant, OUTSIDE_FROM + this.options.random(OUTSIDE_FROM));
       if (attempt === 'inserted') return { _tag: 'Inserted' };
       check();
-      const stored = attempt === 'taken' ? (await store.find(owner, plant.id))?.plant : undefined;
+      const stored = attempt === 'taken' ? (await this.store.find(owner, plant.id))?.plant : undefined;
       if (stored !== undefined) return { _tag: 'Exists', stored };
     }
     return undefined;
-  };
+  }
 
   /** Inserts at `slot`, reserved meanwhile; the slot is marked taken unless the id index alone refused it. */
-  const attempt = async (owner: string, plant: Plant, state: Held, slot: number, check: Check) => {
+  private async attempt(owner: string, plant: Plant, state: Held, slot: number, check: Check) {
     check();
-    const mine = reserved.get(owner) ?? new Map<number, Promise<unknown>>();
+    const mine = this.reserved.get(owner) ?? new Map<number, Promise<unknown>>();
     let release = (): void => undefined; // at the slot's release: a waiter woken before would spin on microtasks
-    reserved.set(owner, mine.set(slot, new Promise<void>((resolve) => (release = resolve))));
+    this.reserved.set(owner, mine.set(slot, new Promise<void>((resolve) => (release = resolve))));
     try {
-      const answer = await store.insert(owner, plant, slot);
-      const known = held.get(owner) ?? state;
+      const answer = await this.store.insert(owner, plant, slot);
+      const known = this.held.get(owner) ?? state;
       known.mark(slot, true); // answered: taken, by this insert or another
       known.fresh = false;
       if (answer !== 'taken') return answer;
       check();
-      const found = await store.find(owner, plant.id);
+      const found = await this.store.find(owner, plant.id);
       // Refused by the id index (an identical retry, or a 409): the slot stays free unless that plant holds it.
       if (found !== undefined && found.slot !== slot) known.mark(slot, false);
       return found ?? ('slot-taken' as const);
     } finally {
       mine.delete(slot);
-      if (mine.size === 0) reserved.delete(owner);
+      if (mine.size === 0) this.reserved.delete(owner);
       release();
     }
-  };
+  }
 
-  const bounded = async (owner: string, plant: Plant, max: number, check: Check): Outcome => {
-    let state = await current(owner, max, check);
+  /** Runs what `next` decides, at most MAX_ROUNDS looks; a slot taken by another spends no round. */
+  private async bounded(owner: string, plant: Plant, max: number, check: Check): Outcome {
+    let state = await this.current(owner, max, check);
     for (let round = 0, collisions = 0; round < MAX_ROUNDS;) {
-      const mine = reserved.get(owner);
-      const low = state.outside > 0 ? undefined : state.nextFree(0, mine);
-      if (low !== undefined) {
-        // Once processes met here, at random in a window that doubles per meeting (docs/storage.md); alone, lowest.
-        const spread = collisions + state.spread;
-        const slot = spread === 0 ? low : (state.nextFree(low + random(2 << Math.min(spread, 12)), mine) ?? low);
-        const answer = await attempt(owner, plant, state, slot, check);
-        if (answer === 'inserted' && collisions === 0 && state.spread > 0 && random(4) === 0) state.spread--;
+      const mine = this.reserved.get(owner);
+      const step = next(state, mine, collisions + state.spread, this.options.random);
+      if (step.run === 'insert') {
+        const answer = await this.attempt(owner, plant, state, step.slot, check);
+        if (answer === 'inserted' && collisions === 0 && state.spread > 0 && this.options.random(4) === 0)
+          state.spread--;
         if (answer === 'inserted') return { _tag: 'Inserted', ...state.reported };
         if (answer !== 'slot-taken') return { _tag: 'Exists', stored: answer.plant, ...state.reported };
         collisions++; // the index's truth, marked: another slot believed free, no round spent
         state.spread++;
-      } else if (state.outside === 0 && mine !== undefined && state.nextFree() !== undefined) {
-        await Promise.race(mine.values()); // every slot believed free is reserved here: their answers tell
-      } else if (
-        state.outside === 0 &&
-        !state.fresh &&
-        !state.counted &&
-        (state = await look(owner, max, check)).nextFree() !== undefined
-      ) {
-        round++; // believed full, but a glance found room above the highest slot (a delete elsewhere packed it)
+      } else if (step.run === 'wait') {
+        await Promise.race(mine?.values() ?? [Promise.resolve()]);
       } else {
-        // A glance that saw an outside plant knows nothing else: the load alone. What is held stays until it ends.
-        if (state.counted && state.outside > 0 && state.used + state.outside < max) await moveIn(owner, state, check);
-        else if (state.counted || state.outside === 0) {
-          const refused = await refusal(owner, plant, state, check);
+        // Believed full by creates since the look: a glance may find room above the highest slot (a delete elsewhere).
+        const glanced = step.run === 'glance' ? (state = await this.look(owner, max, check)) : undefined;
+        const full = glanced?.nextFree() !== undefined ? undefined : glanced === undefined ? step : whenFull(state);
+        if (full?.run === 'move-in') await this.moveIn(owner, state, check);
+        if (full?.run === 'refusal') {
+          const refused = await this.refusal(owner, plant, state, check);
           if (refused !== undefined) return refused;
         }
-        state = await look(owner, max, check, true);
+        if (full !== undefined) state = await this.look(owner, max, check, true);
         round++;
       }
       check();
-      const expired = state.outside === 0 && now() - state.cleanAt >= lookTtlMs;
-      state = expired ? await current(owner, max, check) : (held.get(owner) ?? state);
+      state = this.expired(state) ? await this.current(owner, max, check) : (this.held.get(owner) ?? state);
     }
     return undefined;
+  }
+
+  readonly insert = (owner: string, plant: Plant, max: number, check: Check): Outcome =>
+    Number.isFinite(max) ? this.bounded(owner, plant, max, this.guarded(check)) : this.unbounded(owner, plant, check);
+
+  /** RULE 4: the document found is the one deleted; then the owner is packed (its highest plant into the slot). */
+  readonly remove = async (owner: string, id: PlantId, check: Check): Promise<boolean> => {
+    check();
+    const found = await this.store.find(owner, id);
+    if (found === undefined) return false;
+    check();
+    // false: another delete took it between the two steps; it is gone, as after a delete ordered after that one.
+    if (!(await this.store.delete(found.ref))) return false;
+    const state = this.held.get(owner);
+    state?.mark(found.slot, false);
+    // Packed: the highest inside plant takes the freed slot (a race leaving a hole costs a load, never the bound).
+    check();
+    const top = await this.store.top(owner);
+    if (top === undefined || top.slot <= found.slot || top.slot >= OUTSIDE_FROM) return true;
+    check();
+    if (await this.store.move(top.ref, top.slot, found.slot)) state?.mark(top.slot, false);
+    state?.mark(found.slot, true);
+    return true;
   };
 
-  return {
-    insert: (owner, plant, max, check) =>
-      Number.isFinite(max) ? bounded(owner, plant, max, guarded(check)) : unbounded(owner, plant, check),
-    remove: async (owner, id, check) => {
-      check();
-      const found = await store.find(owner, id);
-      if (found === undefined) return false;
-      check();
-      // false: another delete took it between the two steps; it is gone, as after a delete ordered after that one.
-      if (!(await store.delete(found.ref))) return false;
-      const state = held.get(owner);
-      state?.mark(found.slot, false);
-      // Packed: the highest inside plant takes the freed slot (a race leaving a hole costs a load, never the bound).
-      check();
-      const top = await store.top(owner);
-      if (top === undefined || top.slot <= found.slot || top.slot >= OUTSIDE_FROM) return true;
-      check();
-      if (await store.move(top.ref, top.slot, found.slot)) state?.mark(top.slot, false);
-      state?.mark(found.slot, true);
-      return true;
-    },
-    forget: () => {
-      generation++;
-      held.clear();
-      looking.clear();
-    },
+  readonly forget = (): void => {
+    this.generation++;
+    this.held.clear();
+    this.looking.clear();
   };
-};
+}
+
+export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota => new Bound(store, options);

@@ -60,9 +60,14 @@ process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 // Stopped by a signal: 'exit' then runs too, so the servers a bench started go with it.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
 
-/** Starts a server process and resolves once it answers /healthz on `port` (killed when the bench exits). */
-export const startServer = async (args: string[], env: Record<string, string>, port: number): Promise<ChildProcess> => {
-  const child = spawn(process.execPath, args, {
+/** Starts a server process (on `node`) and resolves once it answers /healthz on `port` (killed when the bench exits). */
+export const startServer = async (
+  args: string[],
+  env: Record<string, string>,
+  port: number,
+  node = process.execPath,
+): Promise<ChildProcess> => {
+  const child = spawn(node, args, {
     env: { PATH: process.env['PATH'] ?? '', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -1,5 +1,6 @@
 /**
- * `npm run bench`: the service against the floor (a bare node:http server), side by side, on this machine.
+ * `npm run bench`: the service's CPU per request beside a bare floor, the contract floor and a Fastify peer, on every
+ * runtime found (bench/side-by-side.ts), then the other figures of docs/performance.md, on this machine.
  * `npm run bench -- --smoke`: the same steps, short and small, to prove the benchmark still works (asserts no times):
  * each load is a fixed number of requests instead of a length of time, with no warm-up, and after each load on the
  * service a `count` line gives what the load generator sent, had answered and had answered 2xx, beside what the
@@ -13,11 +14,12 @@ import { encodeCursor } from '../adapters/http/api/codecs.js';
 import { redisTokenStore } from '../adapters/tokens/redis/redis-token-store.js';
 import { dist, median, runLoad, seed, serviceEnv, startServer, stopServer, TOKEN, type Load } from './harness.js';
 import { jsonParseCost } from './json-parse.js';
+import { lineUp, sideBySide } from './side-by-side.js';
 import type { PlantId } from '../domain/plant.js';
 import { freePort, redisBinary, startRedis } from '../harness/servers.js';
 
 const smoke = process.argv.includes('--smoke');
-/** `--side-by-side`: only the service against the floor (GET and POST), the figures of issue 11, in about 2 min. */
+/** `--side-by-side`: only the side-by-side step (GET and POST, every reference and runtime). */
 const sideBySideOnly = process.argv.includes('--side-by-side');
 const plan: {
   rounds: number;
@@ -60,11 +62,6 @@ const startService = async (extraEnv: Record<string, string> = {}) => {
   const port = await freePort();
   const env = { ...serviceEnv(port), ...extraEnv };
   return { port, child: await startServer([join(dist, 'bootstrap/main.js')], env, port) };
-};
-
-const startFloor = async () => {
-  const port = await freePort();
-  return { port, child: await startServer([join(dist, 'bench/floor-server.js'), String(port), TOKEN], {}, port) };
 };
 
 /** One load on a target, with the plan's duration, connections and (in a smoke run) amount. */
@@ -136,61 +133,6 @@ const fmt = (l: Load) =>
 const medianOf = (xs: Array<number | undefined>): number | undefined => {
   const defined = xs.filter((x): x is number => x !== undefined);
   return defined.length === 0 ? undefined : median(defined);
-};
-
-const sideBySide = async () => {
-  const service = await startService();
-  const floor = await startFloor();
-  await Promise.all([seed(service.port, plan.seed), seed(floor.port, plan.seed)]);
-  const medians: Record<string, number> = {};
-  const cpu: Record<string, { service: number | undefined; floor: number | undefined; ratio?: number }> = {};
-  for (const [label, method, path] of [
-    ['GET /plants?limit=20', 'GET', '/plants?limit=20'],
-    ['POST /plants', 'POST', '/plants'],
-  ] as const) {
-    console.log(
-      `\n${label} (${plan.rounds} rounds of ${plan.amount === undefined ? `${plan.seconds} s` : `${plan.amount} requests`} each, ${plan.connections} connections, A=service B=floor)`,
-    );
-    // Warm both (JIT, connection pools) before anything is counted.
-    if (plan.warmup > 0) {
-      await load({
-        url: `http://127.0.0.1:${service.port}${path}`,
-        method,
-        firstId: 900_000_000,
-        seconds: plan.warmup,
-      });
-      await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId: 900_000_000, seconds: plan.warmup });
-    }
-    const ratios: number[] = [];
-    const serviceCpu: Array<number | undefined> = [];
-    const floorCpu: Array<number | undefined> = [];
-    const cpuRatios: Array<number | undefined> = [];
-    for (let round = 1; round <= plan.rounds; round++) {
-      const firstId = 1_000_000_000 * round;
-      const a = await counted('service', service.port, method, '/plants', () =>
-        load({ url: `http://127.0.0.1:${service.port}${path}`, method, firstId }, service.child),
-      );
-      const b = await load({ url: `http://127.0.0.1:${floor.port}${path}`, method, firstId }, floor.child);
-      ratios.push(a.rps / b.rps);
-      serviceCpu.push(a.cpuUs);
-      floorCpu.push(b.cpuUs);
-      const cpuRatio = a.cpuUs === undefined || b.cpuUs === undefined ? undefined : b.cpuUs / a.cpuUs;
-      cpuRatios.push(cpuRatio);
-      console.log(`  round ${round}  service ${fmt(a)}`);
-      console.log(
-        `           floor   ${fmt(b)}   ratio ${(a.rps / b.rps).toFixed(2)}  cpu floor/service ${cpuRatio?.toFixed(2) ?? 'n/a'}`,
-      );
-    }
-    medians[label] = median(ratios);
-    const c = { service: medianOf(serviceCpu), floor: medianOf(floorCpu) };
-    cpu[label] = { ...c, ...(c.service && c.floor ? { ratio: c.floor / c.service } : {}) };
-    console.log(`  median ratio service/floor: ${median(ratios).toFixed(2)}`);
-    console.log(
-      `  median cpu per request: service ${fmtCpu(c.service).trim()} µs, floor ${fmtCpu(c.floor).trim()} µs, floor/service ${cpu[label]?.ratio?.toFixed(2) ?? 'n/a'} (median of the rounds' own ratios ${medianOf(cpuRatios)?.toFixed(2) ?? 'n/a'})`,
-    );
-  }
-  await Promise.all([stopServer(service.child), stopServer(floor.child)]);
-  return { medians, cpu };
 };
 
 const listScaling = async () => {
@@ -305,8 +247,9 @@ const expectedSeconds = (withRedis: boolean): number => {
   const warmups = plan.warmup > 0 ? 1 : 0;
   // A load of an amount takes little beyond the load process's start.
   const loadSeconds = plan.amount === undefined ? plan.seconds : 0;
-  const sideBySide = 2 * (2 * warmups * (plan.warmup + LOAD_START) + plan.rounds * 2 * (loadSeconds + LOAD_START));
-  const starts = 3 + plan.seed / 2500;
+  const servers = lined.servers.length * lined.runtimes.length;
+  const sideBySide = 2 * servers * (warmups * (plan.warmup + LOAD_START) + plan.rounds * (loadSeconds + LOAD_START));
+  const starts = lined.runtimes.length * (3 + plan.seed / 2500);
   if (sideBySideOnly) return sideBySide + starts;
   const perPlant = 4e-6; // seconds to insert one plant in process
   const scaling = plan.scale.reduce((sum, n) => sum + 1 + n * perPlant + LOAD_START + plan.probe * 2 * 0.0003, 0);
@@ -321,24 +264,35 @@ const expectedSeconds = (withRedis: boolean): number => {
 const began = performance.now();
 console.log(`plant-store bench${smoke ? ' (smoke: short and small, figures not meaningful)' : ''}`);
 console.log(`machine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown cpu'}, node ${process.version}`);
+const lined = lineUp();
 const expected = Math.round(expectedSeconds(!('skip' in redisBinary())));
 console.log(
   `this run takes about ${expected >= 120 ? `${Math.round(expected / 60)} min` : `${expected} s`} (${expected} s expected)`,
 );
-const { medians, cpu: cpuMedians } = await sideBySide();
+const summaries = await sideBySide(
+  {
+    rounds: plan.rounds,
+    each: plan.amount === undefined ? `${plan.seconds} s` : `${plan.amount} requests`,
+    warmup: plan.warmup,
+    seed: plan.seed,
+    load: ({ name, port, child }, method, path, firstId) => {
+      const run = () => load({ url: `http://127.0.0.1:${port}${path}`, method, firstId }, child);
+      // Only the service counts what it answered (/metrics).
+      return name === 'service' ? counted(name, port, method, '/plants', run) : run();
+    },
+    warm: (port, method, path) =>
+      load({ url: `http://127.0.0.1:${port}${path}`, method, firstId: 900_000_000, seconds: plan.warmup }),
+  },
+  lined,
+);
 if (!sideBySideOnly) {
   await listScaling();
   await heap();
   jsonParseCost(smoke);
   await redisAuth();
 }
-const cpuOf = (label: string) => {
-  const c = cpuMedians[label];
-  return `${fmtCpu(c?.service).trim()} µs vs floor ${fmtCpu(c?.floor).trim()} µs, floor/service ${c?.ratio?.toFixed(2) ?? 'n/a'}`;
-};
-console.log(
-  `\nsummary: GET ratio ${medians['GET /plants?limit=20']?.toFixed(2)}, POST ratio ${medians['POST /plants']?.toFixed(2)}`,
-);
-console.log(`summary cpu per request: GET ${cpuOf('GET /plants?limit=20')}; POST ${cpuOf('POST /plants')}`);
+for (const { runtime, route, service, ratios } of summaries) {
+  console.log(`summary node ${runtime} ${route}: service ${service.toFixed(1)} µs/req; ${ratios}`);
+}
 console.log(`took ${Math.round((performance.now() - began) / 1000)} s`);
 process.exit(0);

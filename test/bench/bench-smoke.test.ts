@@ -24,8 +24,8 @@ test('prints every figure, finite and in range; the load generator and the servi
   for (const line of [
     /^machine: \d+ cores/m,
     /^this run takes about \d+ (s|min) \(\d+ s expected\)$/m,
-    /^GET \/plants\?limit=20 \(1 rounds of \d+ requests each/m,
-    /^POST \/plants \(1 rounds of \d+ requests each/m,
+    /^node v\d+\.\d+\.\d+ GET \/plants\?limit=20 \(1 rounds of \d+ requests each, 32 connections, servers in turn: service, floor/m,
+    /^node v\d+\.\d+\.\d+ POST \/plants \(1 rounds of \d+ requests each, 32 connections, servers in turn: service, floor/m,
     /^JSON body parse cost per body/m,
     /^AUTH=redis (vs static|: skipped)/m,
   ]) {
@@ -41,31 +41,43 @@ test('prints every figure, finite and in range; the load generator and the servi
   const positive = (x: number) => x > 0;
   const notNegative = (x: number) => x >= 0;
 
-  // Each round: requests/s, p50 <= p99 (whole ms), the server's CPU per request; the floor's line adds the ratios.
+  // Each round: requests/s, p50 <= p99 (whole ms), the server's CPU per request; a reference's line adds its ratio.
   const rounds = figures(
     out,
-    String.raw`^ {2}round \d+ {2}(?:service|static|redis cache|redis no cache) +${NUMBER} req\/s {2}p50 +${NUMBER} ms {2}p99 +${NUMBER} ms {2}cpu +${NUMBER} µs\/req$`,
+    String.raw`^ {2}round \d+ {2}(?:service +|static|redis cache|redis no cache) +${NUMBER} req\/s {2}p50 +${NUMBER} ms {2}p99 +${NUMBER} ms {2}cpu +${NUMBER} µs\/req$`,
   );
-  const floors = figures(
+  const references = figures(
     out,
-    String.raw`^ {11}floor +${NUMBER} req\/s {2}p50 +${NUMBER} ms {2}p99 +${NUMBER} ms {2}cpu +${NUMBER} µs\/req +ratio ${NUMBER} {2}cpu floor\/service ${NUMBER}$`,
+    String.raw`^ {11}(?:floor|contract floor|peer) +${NUMBER} req\/s {2}p50 +${NUMBER} ms {2}p99 +${NUMBER} ms {2}cpu +${NUMBER} µs\/req {2}cpu (?:floor|contract floor|peer)\/service ${NUMBER}$`,
   );
-  assert.ok(rounds.length >= 2, `a service line per method (${rounds.length})`);
-  assert.is(floors.length, 2, 'a floor line per method');
-  for (const [rps = NaN, p50 = NaN, p99 = NaN, cpu = NaN, ...ratios] of [...rounds, ...floors]) {
+  const lineUp = /servers in turn: ([^)]*)\)/.exec(out)?.[1] ?? '';
+  // Every runtime found runs each route once: the bench's own node at least, the references it found beside it.
+  const runtimes = new Set([...out.matchAll(/^node (v\S+) GET /gm)].map((m) => m[1])).size;
+  const serviceRounds = figures(out, String.raw`^ {2}round \d+ {2}service +${NUMBER} req`).length;
+  const present = lineUp.split(', ').length;
+  assert.ok(runtimes >= 1 && present >= 2, `runtimes ${runtimes}, servers ${present}`);
+  assert.is(serviceRounds, 2 * runtimes, 'a service line per runtime and method');
+  assert.is(references.length, 2 * runtimes * (present - 1), 'a line per reference, runtime and method');
+  for (const [rps = NaN, p50 = NaN, p99 = NaN, cpu = NaN, ...ratios] of [...rounds, ...references]) {
     ok('req/s', [rps], positive);
     ok('p50 and p99', [p50, p99], notNegative);
     assert.ok(p50 <= p99, `p50 ${p50} <= p99 ${p99}`);
     ok('cpu per request', [cpu], positive);
     if (ratios.length > 0) ok('ratios', ratios, positive);
   }
-  ok('median ratio', figures(out, String.raw`^ {2}median ratio service\/floor: ${NUMBER}$`).flat(), positive);
+  // The contract floor and the peer run, or the bench says why each is left out (its files not beside the project).
+  for (const reference of ['contract floor', 'peer']) {
+    const said = new RegExp(`^side by side: ${reference}: .+ \\(left out\\)$`, 'm').test(out);
+    assert.ok(lineUp.includes(reference) !== said, `${reference}: run (${lineUp}) or said left out`);
+  }
+  const summaries = figures(
+    out,
+    String.raw`^summary node v\S+ (?:GET \/plants\?limit=20|POST \/plants): service ${NUMBER} µs\/req; floor\/service ${NUMBER}(?:, contract floor\/service ${NUMBER})?(?:, peer\/service ${NUMBER})?$`,
+  );
+  assert.is(summaries.length, 2 * runtimes, 'a summary per runtime and route');
   ok(
-    'median cpu per request',
-    figures(
-      out,
-      String.raw`^ {2}median cpu per request: service ${NUMBER} µs, floor ${NUMBER} µs, floor\/service ${NUMBER} \(median of the rounds' own ratios ${NUMBER}\)$`,
-    ).flat(),
+    'summary',
+    summaries.flat().filter((x) => !Number.isNaN(x)),
     positive,
   );
   const lists = figures(out, String.raw`^ {2}list p50 at +(\d+) plants: ${NUMBER} ms \(p99 ${NUMBER} ms\)$`);
@@ -87,7 +99,11 @@ test('prints every figure, finite and in range; the load generator and the servi
   assert.ok(parseCosts.length >= 4, `a parse cost per parser and body (${parseCosts.length})`);
   ok('parse cost', parseCosts, positive);
   if (/^AUTH=redis vs static/m.test(out)) {
-    assert.is(rounds.length, 5, 'the service per method, then static, redis cache on and off');
+    assert.is(
+      rounds.length,
+      2 * runtimes + 3,
+      'the service per runtime and method, then static, redis cache on and off',
+    );
     ok(
       'redis ratios and cpu',
       [
@@ -100,18 +116,6 @@ test('prints every figure, finite and in range; the load generator and the servi
       positive,
     );
   }
-  ok(
-    'summary',
-    [
-      ...figures(out, String.raw`^summary: GET ratio ${NUMBER}, POST ratio ${NUMBER}$`).flat(),
-      ...figures(
-        out,
-        String.raw`^summary cpu per request: GET ${NUMBER} µs vs floor ${NUMBER} µs, floor\/service ${NUMBER}; POST ${NUMBER} µs vs floor ${NUMBER} µs, floor\/service ${NUMBER}$`,
-      ).flat(),
-    ],
-    positive,
-  );
-
   // What the load generator sent, had answered and had answered 2xx is what the service counted for that route,
   // every one a 2xx, and as many as the plan says.
   const planned = Number(/\(1 rounds of (\d+) requests each/.exec(out)?.[1]);

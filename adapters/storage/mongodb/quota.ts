@@ -237,8 +237,7 @@ export const refusalStep = (
 /** The decisions' loop: sends the commands they choose and feeds the answers back; what this process holds. */
 class Bound<Ref> implements Quota {
   private readonly held = new Map<string, Held>(); // least recently used first (a Map keeps insertion order)
-  /** The look under way for an owner, shared by its requests, and their checks. */
-  private readonly looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
+  private readonly looking = new Map<string, Promise<Held>>(); // the look under way for an owner, shared
   private generation = 0; // times everything was forgotten: a request that began before may not keep what it read
 
   constructor(
@@ -290,22 +289,19 @@ class Bound<Ref> implements Quota {
   }
 
   /**
-   * A look (a glance; `full`: a load) shared by the owner's requests: each command goes while one of them is within
-   * its deadline, and what it read is kept even after they all answered 503, so that a slow store still makes progress.
+   * A look (a glance; `full`: a load) shared by the owner's requests, its commands sent while the request that began it
+   * is within its deadline; what it read is kept even after they all answered 503, so that a slow store makes progress.
    */
   private async look(owner: string, max: number, check: Check, full = false): Promise<Held> {
-    let shared = this.looking.get(owner);
-    if (shared === undefined) {
-      const [waiters, began] = [[check], this.generation];
-      const own = this.guarded(() => {
-        if (waiters.every((c) => !alive(c))) check(); // every request waiting has ended: the first one's error
-      }, began);
-      const done: Promise<Held> = (full ? this.load(owner, max, own) : this.glance(owner, max, own))
-        .finally(() => this.looking.get(owner)?.done === done && this.looking.delete(owner))
+    let done = this.looking.get(owner);
+    if (done === undefined) {
+      const began = this.generation;
+      const look: Promise<Held> = (full ? this.load(owner, max, check) : this.glance(owner, max, check))
+        .finally(() => this.looking.get(owner) === look && this.looking.delete(owner))
         .then((state) => (began === this.generation && this.keep(owner, state), state));
-      this.looking.set(owner, (shared = { done, waiters }));
-    } else shared.waiters.push(check);
-    const state = await shared.done;
+      this.looking.set(owner, (done = look));
+    }
+    const state = await done;
     check();
     return state.max === max ? state : this.look(owner, max, check, full);
   }
@@ -442,13 +438,5 @@ class Bound<Ref> implements Quota {
     this.looking.clear();
   };
 }
-
-const alive = (check: Check): boolean => {
-  try {
-    return (check(), true);
-  } catch {
-    return false;
-  }
-};
 
 export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota => new Bound(store, options);

@@ -10,7 +10,7 @@ import type { Plant } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { decodeStored } from './plant-document.js';
 import { IndexUnusable, indexUpkeep } from './indexes.js';
-import { HELD_BYTES, QuotaForgotten, quota, timings, type QuotaStore } from './quota.js';
+import { Bound, HELD_BYTES, QuotaForgotten, timings, type QuotaStore } from './quota.js';
 
 export interface MongoOptions {
   readonly uri: string;
@@ -169,7 +169,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   };
 
   const budget = options.slotCacheBytes ?? 64 * 1024 * 1024;
-  const slots = quota(store, {
+  const slots = new Bound(store, {
     now: () => performance.now(),
     lookTtlMs,
     maxHeld: (max) => Math.floor(budget / (Math.ceil(max / 8) + HELD_BYTES)),
@@ -178,7 +178,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   const indexes = indexUpkeep(collection as unknown as Collection, {
     logger,
     namespace: `${options.db}.${COLLECTION}`,
-    onMissing: slots.forget,
+    onMissing: () => slots.forget(),
   });
 
   let connected: Promise<unknown> | undefined;

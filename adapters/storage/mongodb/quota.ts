@@ -188,17 +188,6 @@ class Held {
 }
 
 /**
- * `insert` stores the plant under `max` (Infinity: no bound) or answers why not; undefined: contended (503, nothing
- * stored). `remove` deletes the document its look-up found (RULE 4). `forget` forgets every owner and cuts the requests
- * under way: a unique index is missing, so plants may be written that it did not check, or moved outside (repair.ts).
- */
-export interface Quota {
-  readonly insert: (owner: string, plant: Plant, max: number, check: Check) => Outcome;
-  readonly remove: (owner: string, id: PlantId, check: Check) => Promise<boolean>;
-  readonly forget: () => void;
-}
-
-/**
  * What a bounded create does next, from what this process holds of the owner: RULE 1 (a clean look holds) and the
  * lowest slot believed free and not reserved; else wait for the creates in flight here (their answers may free one);
  * a glance when creates since the look made it full (a delete elsewhere may have left room above); RULE 2's moves
@@ -234,24 +223,31 @@ export const refusalStep = (
   return { _tag: 'OwnerFull', count: at.count };
 };
 
-/** The decisions' loop: sends the commands they choose and feeds the answers back; what this process holds. */
-class Bound<Ref> implements Quota {
+/** The store with `check` called before every command: none is sent after the request's deadline. */
+const checked = <Ref>(store: QuotaStore<Ref>, check: Check): QuotaStore<Ref> =>
+  Object.fromEntries(
+    Object.entries(store).map(([name, command]: [string, (...args: unknown[]) => unknown]) => [
+      name,
+      (...args: unknown[]) => (check(), command(...args)),
+    ]),
+  ) as unknown as QuotaStore<Ref>;
+
+/**
+ * The decisions' loop: sends the commands they choose and feeds the answers back; what this process holds. `insert`
+ * stores the plant under `max` (Infinity: no bound) or answers why not; undefined: contended (503, nothing stored).
+ * `forget` forgets every owner and cuts the requests under way: a unique index is missing, so plants may be written
+ * that it did not check, or moved outside (repair.ts).
+ */
+export class Bound<Ref> {
   private readonly held = new Map<string, Held>(); // least recently used first (a Map keeps insertion order)
-  private readonly looking = new Map<string, Promise<Held>>(); // the look under way for an owner, shared
+  /** The look under way for an owner, if any, shared by its requests, and their checks. */
+  private readonly looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
   private generation = 0; // times everything was forgotten: a request that began before may not keep what it read
 
   constructor(
     private readonly store: QuotaStore<Ref>,
     private readonly options: QuotaOptions,
   ) {}
-
-  /** `check`, and whether what this process knows was forgotten since the request began. */
-  private guarded(check: Check, began = this.generation): Check {
-    return () => {
-      check();
-      if (this.generation !== began) throw new QuotaForgotten('the unique indexes changed under the request');
-    };
-  }
 
   private keep(owner: string, state: Held): void {
     this.held.delete(owner);
@@ -260,12 +256,11 @@ class Bound<Ref> implements Quota {
   }
 
   /** Reads every slot of the owner, a page at a time: a look (RULE 1) and the bitset at once. */
-  private async load(owner: string, max: number, check: Check): Promise<Held> {
+  private async load(s: QuotaStore<Ref>, owner: string, max: number): Promise<Held> {
     const sentAt = this.options.now();
     const state = new Held(max, true);
     for (let after = -1, page = [] as number[]; after === -1 || page.length === PAGE; after = page.at(-1) ?? max) {
-      check();
-      page = await this.store.slots(owner, after, PAGE);
+      page = await s.slots(owner, after, PAGE);
       for (const slot of page) if (slot < max) state.mark(slot, true);
       state.outside += page.filter((slot) => slot >= max).length;
     }
@@ -274,10 +269,9 @@ class Bound<Ref> implements Quota {
   }
 
   /** RULE 1's look at the owner's highest slot: every slot up to it taken as taken (packed); outside, nothing else. */
-  private async glance(owner: string, max: number, check: Check): Promise<Held> {
-    check();
+  private async glance(s: QuotaStore<Ref>, owner: string, max: number): Promise<Held> {
     const sentAt = this.options.now();
-    const top = (await this.store.top(owner))?.slot ?? -1;
+    const top = (await s.top(owner))?.slot ?? -1;
     const state = new Held(max, false);
     // An outside plant: kept as such, so that the next look is the load alone (a request may not outlast two reads).
     if (top >= max) return ((state.outside = 1), state);
@@ -289,20 +283,21 @@ class Bound<Ref> implements Quota {
   }
 
   /**
-   * A look (a glance; `full`: a load) shared by the owner's requests, its commands sent while the request that began it
-   * is within its deadline; what it read is kept even after they all answered 503, so that a slow store makes progress.
+   * A look (a glance; `full`: a load) shared by the owner's requests: each command goes while one of them is within
+   * its deadline, and what it read is kept even after they all answered 503, so that a slow store still makes progress.
    */
   private async look(owner: string, max: number, check: Check, full = false): Promise<Held> {
-    let done = this.looking.get(owner);
-    if (done === undefined) {
-      const began = this.generation;
-      const look: Promise<Held> = (full ? this.load(owner, max, check) : this.glance(owner, max, check))
-        .finally(() => this.looking.get(owner) === look && this.looking.delete(owner))
+    check(); // a request past its deadline neither begins a look others would wait on, nor waits
+    let shared = this.looking.get(owner);
+    if (shared === undefined) {
+      const [waiters, began] = [[check], this.generation];
+      const s = checked(this.store, () => waiters.some(alive) || check()); // else the first one's error
+      const done: Promise<Held> = (full ? this.load(s, owner, max) : this.glance(s, owner, max))
+        .finally(() => this.looking.get(owner)?.done === done && this.looking.delete(owner))
         .then((state) => (began === this.generation && this.keep(owner, state), state));
-      this.looking.set(owner, (done = look));
-    }
-    const state = await done;
-    check();
+      this.looking.set(owner, (shared = { done, waiters }));
+    } else shared.waiters.push(check);
+    const state = await shared.done;
     return state.max === max ? state : this.look(owner, max, check, full);
   }
 
@@ -319,11 +314,9 @@ class Bound<Ref> implements Quota {
   }
 
   /** RULE 3's reads (`refusalStep`): undefined when the owner has room after all. */
-  private async refusal(owner: string, plant: Plant, state: Held, check: Check) {
+  private async refusal(s: QuotaStore<Ref>, owner: string, plant: Plant, state: Held) {
     for (let at: ReturnType<typeof refusalStep> = { read: 'id' }; ;) {
-      check();
-      const answer =
-        at.read === 'count' ? await this.store.count(owner, plant.id) : (await this.store.find(owner, plant.id))?.plant;
+      const answer = at.read === 'count' ? await s.count(owner, plant.id) : (await s.find(owner, plant.id))?.plant;
       at = refusalStep(state.max, at, answer);
       if (at === 'room') return undefined;
       if ('found' in at) return { _tag: 'Exists', stored: at.found, ...state.reported } as const;
@@ -332,46 +325,40 @@ class Bound<Ref> implements Quota {
   }
 
   /** RULE 2: moves the owner's outside plants into slots believed free, each move arbitrated by the slot index. */
-  private async moveIn(owner: string, state: Held, check: Check): Promise<void> {
-    check();
-    const plants = await this.store.outside(owner, state.max);
+  private async moveIn(s: QuotaStore<Ref>, owner: string, state: Held): Promise<void> {
+    const plants = await s.outside(owner, state.max);
     await Promise.all(
       plants.map(async ({ ref, slot }) => {
         for (let to = state.nextFree(); to !== undefined; to = state.nextFree()) {
           state.mark(to, true); // taken by this move, or by whoever refused it
-          check();
-          if (await this.store.move(ref, slot, to)) return;
+          if (await s.move(ref, slot, to)) return;
         }
       }),
     );
   }
 
-  private async unbounded(owner: string, plant: Plant, check: Check): Outcome {
+  private async unbounded(s: QuotaStore<Ref>, owner: string, plant: Plant): Outcome {
     this.held.delete(owner); // an outside plant of an owner this process may hold under a bound (tests mix bounds)
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      check();
-      const attempt = await this.store.insert(owner, plant, OUTSIDE_FROM + this.options.random(OUTSIDE_FROM));
+      const attempt = await s.insert(owner, plant, OUTSIDE_FROM + this.options.random(OUTSIDE_FROM));
       if (attempt === 'inserted') return { _tag: 'Inserted' };
-      check();
-      const stored = attempt === 'taken' ? (await this.store.find(owner, plant.id))?.plant : undefined;
+      const stored = attempt === 'taken' ? (await s.find(owner, plant.id))?.plant : undefined;
       if (stored !== undefined) return { _tag: 'Exists', stored };
     }
     return undefined;
   }
 
   /** Inserts at `slot`, reserved meanwhile; the slot is marked taken unless the id index alone refused it. */
-  private async attempt(owner: string, plant: Plant, state: Held, slot: number, check: Check) {
-    check();
+  private async attempt(s: QuotaStore<Ref>, owner: string, plant: Plant, state: Held, slot: number) {
     let release = (): void => undefined; // at the slot's release: a waiter woken before would spin on microtasks
     state.reserved.set(slot, new Promise<void>((resolve) => (release = resolve)));
     try {
-      const answer = await this.store.insert(owner, plant, slot);
+      const answer = await s.insert(owner, plant, slot);
       const known = this.held.get(owner) ?? state;
       known.mark(slot, true); // answered: taken, by this insert or another
       known.fresh = false;
       if (answer !== 'taken') return answer;
-      check();
-      const found = await this.store.find(owner, plant.id);
+      const found = await s.find(owner, plant.id);
       // Refused by the id index (an identical retry, or a 409): the slot stays free unless that plant holds it.
       if (found !== undefined && found.slot !== slot) known.mark(slot, false);
       return found ?? ('slot-taken' as const);
@@ -383,11 +370,12 @@ class Bound<Ref> implements Quota {
 
   /** Runs what `next` decides, at most MAX_ROUNDS looks; a slot taken by another spends no round. */
   private async bounded(owner: string, plant: Plant, max: number, check: Check): Outcome {
+    const s = checked(this.store, check);
     let state = await this.current(owner, max, check);
     for (let round = 0; round < MAX_ROUNDS;) {
       const step = next(state);
       if (step.run === 'insert') {
-        const answer = await this.attempt(owner, plant, state, step.slot, check);
+        const answer = await this.attempt(s, owner, plant, state, step.slot);
         if (answer === 'inserted') return { _tag: 'Inserted', ...state.reported };
         if (answer !== 'slot-taken') return { _tag: 'Exists', stored: answer.plant, ...state.reported };
       } else if (step.run === 'wait') {
@@ -397,46 +385,53 @@ class Bound<Ref> implements Quota {
         // After a glance: room above the highest slot (deleted elsewhere), else RULE 3's reads, or an outside plant's load.
         const glanced = state.nextFree() !== undefined ? 'room' : state.outside > 0 ? 'load' : 'refusal';
         const run = step.run === 'glance' ? glanced : step.run;
-        if (run === 'move-in') await this.moveIn(owner, state, check);
-        const refused = run === 'refusal' ? await this.refusal(owner, plant, state, check) : undefined;
+        if (run === 'move-in') await this.moveIn(s, owner, state);
+        const refused = run === 'refusal' ? await this.refusal(s, owner, plant, state) : undefined;
         if (refused !== undefined) return refused;
         if (run !== 'room') state = await this.look(owner, max, check, true);
         round++;
       }
-      check();
       state = this.expired(state) ? await this.current(owner, max, check) : (this.held.get(owner) ?? state);
     }
     return undefined;
   }
 
-  readonly insert = (owner: string, plant: Plant, max: number, check: Check): Outcome =>
-    Number.isFinite(max) ? this.bounded(owner, plant, max, this.guarded(check)) : this.unbounded(owner, plant, check);
+  insert(owner: string, plant: Plant, max: number, check: Check): Outcome {
+    if (!Number.isFinite(max)) return this.unbounded(checked(this.store, check), owner, plant);
+    const began = this.generation;
+    return this.bounded(owner, plant, max, () => {
+      check();
+      if (this.generation !== began) throw new QuotaForgotten('the unique indexes changed under the request');
+    });
+  }
 
   /** RULE 4: the document found is the one deleted; then the owner is packed (its highest plant into the slot). */
-  readonly remove = async (owner: string, id: PlantId, check: Check): Promise<boolean> => {
-    check();
-    const found = await this.store.find(owner, id);
-    if (found === undefined) return false;
-    check();
-    // false: another delete took it between the two steps; it is gone, as after a delete ordered after that one.
-    if (!(await this.store.delete(found.ref))) return false;
+  async remove(owner: string, id: PlantId, check: Check): Promise<boolean> {
+    const s = checked(this.store, check);
+    const found = await s.find(owner, id);
+    // Not deleted: another delete took it between the two steps; it is gone, as after a delete ordered after that one.
+    if (found === undefined || !(await s.delete(found.ref))) return false;
     const state = this.held.get(owner);
     state?.mark(found.slot, false);
     // Packed: the highest inside plant takes the freed slot (a race leaving a hole costs a load, never the bound).
-    check();
-    const top = await this.store.top(owner);
+    const top = await s.top(owner);
     if (top === undefined || top.slot <= found.slot || top.slot >= OUTSIDE_FROM) return true;
-    check();
-    if (await this.store.move(top.ref, top.slot, found.slot)) state?.mark(top.slot, false);
+    if (await s.move(top.ref, top.slot, found.slot)) state?.mark(top.slot, false);
     state?.mark(found.slot, true);
     return true;
-  };
+  }
 
-  readonly forget = (): void => {
+  forget(): void {
     this.generation++;
     this.held.clear();
     this.looking.clear();
-  };
+  }
 }
 
-export const quota = <Ref>(store: QuotaStore<Ref>, options: QuotaOptions): Quota => new Bound(store, options);
+const alive = (check: Check): boolean => {
+  try {
+    return (check(), true);
+  } catch {
+    return false;
+  }
+};

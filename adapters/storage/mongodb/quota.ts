@@ -2,11 +2,11 @@ import type { InsertOutcome } from '../../../application/ports/plant-repository.
 import type { Plant, PlantId } from '../../../domain/plant.js';
 
 /**
- * The per-owner bound on MongoDB: its rules, the proof that they keep it, the timings the proof needs (`timings`),
- * the decisions (`next`, `refusalStep`: pure functions of what the process holds and what the store answered) and the
- * loop that sends the commands they choose (`Bound`, over the `QuotaStore` port). All of it runs without a server too:
- * the model test (test/adapters/quota-model.test.ts) drives it against a model store under every interleaving and
- * checks the invariants after every step. After each rule, in brackets, the tests that check it.
+ * The per-owner bound on MongoDB: its rules, the proof that they keep it, the timings it needs (`timings`), the
+ * decisions (`next`, `refusalStep`: pure functions of what the process holds and what the store answered) and the loop
+ * that sends the commands they choose (`Bound`, over the `QuotaStore` port). The model test (quota-model.test.ts) runs
+ * it all against a model store under every interleaving and checks the invariants after every step. In brackets after
+ * each rule: the tests that check it.
  *
  * Under a bound `max` a create takes a slot in [0, max) (*inside*); the unique index on {owner, slot} makes more than
  * `max` inside plants of an owner impossible, whatever the races, crashes and retries. A plant at a slot >= max is
@@ -60,41 +60,32 @@ import type { Plant, PlantId } from '../../../domain/plant.js';
  *     insert later relies on sees the moved plants: (b) and (c) hold again, the moves being outside writes it saw.
  */
 
-/** The contract (§10): the bound is exact from 60 s after the last process with another bound stopped. */
-export const EXACT_AFTER_MS = 60_000;
-/** What the proof leaves untimed: a listing's own time, a timer firing late on a loaded machine. */
-const SLACK_MS = 5000;
-
-/** Every timing the proof rests on (T: `timeoutMs`, every command of a request has landed or never will by then). */
-export interface Timings {
-  readonly timeoutMs: number;
-  readonly lookTtlMs: number; // RULE 1: how long a clean look is trusted
-  readonly lookMs: number; // a look's reads' own bound: they outlive the requests waiting on them (a read: no bound)
-  readonly indexCheckMs: number; // RULE 5: how often each process lists the unique indexes (the contract: 30 s)
-  readonly repairWaitMs: number; // RULE 5: the repair's wait from seeing the slot index missing to a move outside
-}
-
 /** Timings that break an inequality of the proof: the message says which, in one line. */
 export class TimingError extends Error {}
 
-/** The timings from T and the index check's interval (tests tune it), the proof's T1 and T2 asserted. */
+/**
+ * Every timing the proof rests on, from T (`timeoutMs`: every command of a request has landed or never will by then)
+ * and the index check's interval (the contract's 30 s; tests tune it), T1 and T2 asserted: RULE 1's `lookTtlMs`; a
+ * look's reads' own bound `lookMs` (they outlive the requests waiting on them; reads, so the proof needs no bound);
+ * RULE 5's `indexCheckMs` and `repairWaitMs`. 5 s is what the proof leaves untimed (a listing's own time, a timer late).
+ */
 export const timings = (
   timeoutMs: number,
-  tuned: Partial<Record<'indexCheckMs' | 'lookTtlMs', number | undefined>> = {},
-): Timings => {
-  const indexCheckMs = tuned.indexCheckMs ?? 30_000;
-  const lookTtlMs = tuned.lookTtlMs ?? Math.max(0, Math.min(30_000, EXACT_AFTER_MS - SLACK_MS - 3 * timeoutMs));
-  const repairWaitMs = indexCheckMs + timeoutMs + SLACK_MS;
-  if (!(lookTtlMs + 3 * timeoutMs + SLACK_MS <= EXACT_AFTER_MS)) {
-    const most = Math.floor((EXACT_AFTER_MS - SLACK_MS - lookTtlMs) / 3);
+  tuned: { indexCheckMs?: number | undefined; lookTtlMs?: number | undefined } = {},
+) => {
+  const [exactAfterMs, slackMs, indexCheckMs] = [60_000, 5000, tuned.indexCheckMs ?? 30_000];
+  const lookTtlMs = tuned.lookTtlMs ?? Math.max(0, Math.min(30_000, exactAfterMs - slackMs - 3 * timeoutMs));
+  const repairWaitMs = indexCheckMs + timeoutMs + slackMs;
+  if (!(lookTtlMs + 3 * timeoutMs + slackMs <= exactAfterMs)) {
+    const most = Math.floor((exactAfterMs - slackMs - lookTtlMs) / 3);
     throw new TimingError(
-      `at most ${most} ms, so that the per-owner bound is exact 60 s after a change (3 x ${timeoutMs} + a look's ${lookTtlMs} + ${SLACK_MS} > ${EXACT_AFTER_MS})`,
+      `at most ${most} ms, so that the per-owner bound is exact 60 s after a change (3 x ${timeoutMs} + a look's ${lookTtlMs} + ${slackMs} > ${exactAfterMs})`,
     );
   }
-  if (!(repairWaitMs >= indexCheckMs + timeoutMs + SLACK_MS)) {
+  if (!(repairWaitMs >= indexCheckMs + timeoutMs + slackMs)) {
     throw new TimingError(`the repair's wait ${repairWaitMs} ms is shorter than an index check and a request`);
   }
-  return { timeoutMs, lookTtlMs, lookMs: Math.max(timeoutMs, lookTtlMs / 2), indexCheckMs, repairWaitMs };
+  return { timeoutMs, lookTtlMs, lookMs: Math.max(timeoutMs, lookTtlMs / 2), indexCheckMs, repairWaitMs } as const;
 };
 
 /**

@@ -140,6 +140,7 @@ class Held {
   fresh = true; // no create took a slot here since the look that made it: what it says full, the store said full
   /** The slots this process's creates in flight try, until their insert answers (so that no two try one). */
   readonly reserved = new Map<number, Promise<void>>();
+  spread = 0; // slots found taken by another process lately: creates here try further out (`next`)
 
   /** `counted`: `used` is the owner's count (a load), not its slots up to the highest all taken as taken. */
   constructor(
@@ -163,10 +164,11 @@ class Held {
     }
   }
 
-  /** The lowest slot believed free and not reserved, skipping full bytes; undefined: none. */
-  nextFree(): number | undefined {
-    for (let slot = 0; slot < this.max && this.used < this.max; slot++) {
-      if (this.taken[slot >> 3] === 0xff) slot += 7 - (slot & 7);
+  /** The first slot from `from` (on, round) believed free and not reserved, skipping full bytes; undefined: none. */
+  nextFree(from = 0): number | undefined {
+    for (let i = 0; i < this.max && this.used < this.max; i++) {
+      const slot = (from + i) % this.max;
+      if (this.taken[slot >> 3] === 0xff) i += 7 - (slot & 7);
       else if (!this.has(slot) && !this.reserved.has(slot)) return slot;
     }
     return undefined;
@@ -180,14 +182,17 @@ class Held {
 
 /**
  * What a bounded create does next, from what this process holds of the owner: RULE 1 (a clean look holds) and the
- * lowest slot believed free and not reserved; else wait for the creates in flight here (their answers may free one);
+ * lowest slot believed free and not reserved (further out at random once processes met here: `spread`); else wait for
+ * the creates in flight here (their answers may free one);
  * a glance when creates since the look made it full (a delete elsewhere may have left room above); RULE 2's moves
  * when outside plants leave room; RULE 3's reads when full (a load if they say there is room); a glance that saw an
  * outside plant knows nothing else: a load.
  */
-export const next = (state: Held) => {
-  const slot = state.outside > 0 ? undefined : state.nextFree();
-  if (slot !== undefined) return { run: 'insert', slot } as const;
+export const next = (state: Held, draw: (n: number) => number) => {
+  const low = state.outside > 0 ? undefined : state.nextFree();
+  const far =
+    low === undefined || state.spread === 0 ? low : state.nextFree(low + draw(2 << Math.min(state.spread, 12)));
+  if (low !== undefined) return { run: 'insert', slot: far ?? low } as const;
   if (state.outside === 0 && state.reserved.size > 0) return { run: 'wait' } as const;
   if (state.outside === 0 && !state.fresh && !state.counted) return { run: 'glance' } as const;
   if (state.counted && state.outside > 0 && state.used + state.outside < state.max) return { run: 'move-in' } as const;
@@ -364,9 +369,11 @@ export class Bound<Ref> {
     const s = checked(this.store, check);
     let state = await this.current(owner, max, check);
     for (let round = 0; round < MAX_ROUNDS;) {
-      const step = next(state);
+      const step = next(state, this.options.random);
       if (step.run === 'insert') {
         const answer = await this.attempt(s, owner, plant, state, step.slot);
+        // Processes that meet spread out (the window doubling per meeting, halving at random as they stop meeting).
+        state.spread += answer === 'slot-taken' ? 1 : state.spread > 0 && this.options.random(4) === 0 ? -1 : 0;
         if (answer === 'inserted') return { _tag: 'Inserted', ...state.reported };
         if (answer !== 'slot-taken') return { _tag: 'Exists', stored: answer.plant, ...state.reported };
       } else if (step.run === 'wait') {

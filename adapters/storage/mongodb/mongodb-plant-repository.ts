@@ -69,12 +69,7 @@ const guarded =
     }
   };
 
-export interface MongodbPlantRepository {
-  readonly repository: PlantRepository;
-  readonly close: () => Promise<void>;
-  /** The driver's client, for its monitoring events (bootstrap logs the reason of a failed heartbeat). */
-  readonly client: MongoClient;
-}
+export type MongodbPlantRepository = ReturnType<typeof mongodbPlantRepository>;
 
 /**
  * Plants in MongoDB (STORAGE=mongodb). A create is one insertOne in the steady state (quota.ts); a page is an index walk
@@ -83,7 +78,7 @@ export interface MongodbPlantRepository {
  * unique indexes are built before the first create; when the server is down at start-up the service still starts,
  * reports not ready, and builds them when the server answers.
  */
-export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepository => {
+export const mongodbPlantRepository = (options: MongoOptions) => {
   const { timeoutMs, logger } = options;
   const tuned = { indexCheckMs: options.indexRecheckMs, lookTtlMs: options.lookTtlMs };
   const { lookTtlMs, lookMs, indexCheckMs } = timings(timeoutMs, tuned);
@@ -234,7 +229,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
 
   return {
     repository,
-    client,
+    client, // for its monitoring events (bootstrap logs the reason of a failed heartbeat)
     // At most 1 s: the driver's close waits on a hanging server; requests in flight fail with its closed-client 503s.
     close: async () => {
       clearInterval(recheckTimer);

@@ -138,8 +138,6 @@ class Held {
   /** When the last look that found no outside plant was sent (RULE 1); -Infinity: none since the last load. */
   cleanAt = Number.NEGATIVE_INFINITY;
   fresh = true; // no create took a slot here since the look that made it: what it says full, the store said full
-  /** The slots this process's creates in flight try, until their insert answers (so that no two try one). */
-  readonly reserved = new Map<number, Promise<void>>();
   spread = 0; // slots found taken by another process lately: creates here try further out (`next`)
 
   /** `counted`: `used` is the owner's count (a load), not its slots up to the highest all taken as taken. */
@@ -165,11 +163,11 @@ class Held {
   }
 
   /** The first slot from `from` (on, round) believed free and not reserved, skipping full bytes; undefined: none. */
-  nextFree(from = 0): number | undefined {
+  nextFree(from = 0, reserved?: ReadonlyMap<number, unknown>): number | undefined {
     for (let i = 0; i < this.max && this.used < this.max; i++) {
       const slot = (from + i) % this.max;
       if (this.taken[slot >> 3] === 0xff) i += 7 - (slot & 7);
-      else if (!this.has(slot) && !this.reserved.has(slot)) return slot;
+      else if (!this.has(slot) && !reserved?.has(slot)) return slot;
     }
     return undefined;
   }
@@ -188,12 +186,12 @@ class Held {
  * when outside plants leave room; RULE 3's reads when full (a load if they say there is room); a glance that saw an
  * outside plant knows nothing else: a load.
  */
-export const next = (state: Held, draw: (n: number) => number) => {
-  const low = state.outside > 0 ? undefined : state.nextFree();
-  const far =
-    low === undefined || state.spread === 0 ? low : state.nextFree(low + draw(2 << Math.min(state.spread, 12)));
+export const next = (state: Held, reserved: ReadonlyMap<number, unknown> | undefined, draw: (n: number) => number) => {
+  const low = state.outside > 0 ? undefined : state.nextFree(0, reserved);
+  const window = 2 << Math.min(state.spread, 12);
+  const far = low === undefined || state.spread === 0 ? low : state.nextFree(low + draw(window), reserved);
   if (low !== undefined) return { run: 'insert', slot: far ?? low } as const;
-  if (state.outside === 0 && state.reserved.size > 0) return { run: 'wait' } as const;
+  if (state.outside === 0 && reserved !== undefined) return { run: 'wait' } as const;
   if (state.outside === 0 && !state.fresh && !state.counted) return { run: 'glance' } as const;
   if (state.counted && state.outside > 0 && state.used + state.outside < state.max) return { run: 'move-in' } as const;
   return { run: state.counted || state.outside === 0 ? 'refusal' : 'load' } as const;
@@ -238,6 +236,8 @@ export class Bound<Ref> {
   private readonly held = new Map<string, Held>(); // least recently used first (a Map keeps insertion order)
   /** The look under way for an owner, if any, shared by its requests, and their checks. */
   private readonly looking = new Map<string, { readonly done: Promise<Held>; readonly waiters: Check[] }>();
+  /** Per owner, the slots its creates in flight here try, until their insert answers (so that no two try one). */
+  private readonly reserved = new Map<string, Map<number, Promise<void>>>();
   private generation = 0; // times everything was forgotten: a request that began before may not keep what it read
 
   constructor(
@@ -346,8 +346,9 @@ export class Bound<Ref> {
 
   /** Inserts at `slot`, reserved meanwhile; the slot is marked taken unless the id index alone refused it. */
   private async attempt(s: QuotaStore<Ref>, owner: string, plant: Plant, state: Held, slot: number) {
+    const mine = this.reserved.get(owner) ?? new Map<number, Promise<void>>();
     let release = (): void => undefined; // at the slot's release: a waiter woken before would spin on microtasks
-    state.reserved.set(slot, new Promise<void>((resolve) => (release = resolve)));
+    this.reserved.set(owner, mine.set(slot, new Promise<void>((resolve) => (release = resolve))));
     try {
       const answer = await s.insert(owner, plant, slot);
       const known = this.held.get(owner) ?? state;
@@ -359,7 +360,8 @@ export class Bound<Ref> {
       if (found !== undefined && found.slot !== slot) known.mark(slot, false);
       return found ?? ('slot-taken' as const);
     } finally {
-      state.reserved.delete(slot);
+      mine.delete(slot);
+      if (mine.size === 0) this.reserved.delete(owner);
       release();
     }
   }
@@ -369,7 +371,8 @@ export class Bound<Ref> {
     const s = checked(this.store, check);
     let state = await this.current(owner, max, check);
     for (let round = 0; round < MAX_ROUNDS;) {
-      const step = next(state, this.options.random);
+      const mine = this.reserved.get(owner);
+      const step = next(state, mine, this.options.random);
       if (step.run === 'insert') {
         const answer = await this.attempt(s, owner, plant, state, step.slot);
         // Processes that meet spread out (the window doubling per meeting, halving at random as they stop meeting).
@@ -377,7 +380,7 @@ export class Bound<Ref> {
         if (answer === 'inserted') return { _tag: 'Inserted', ...state.reported };
         if (answer !== 'slot-taken') return { _tag: 'Exists', stored: answer.plant, ...state.reported };
       } else if (step.run === 'wait') {
-        await Promise.race(state.reserved.values());
+        await Promise.race(mine?.values() ?? [Promise.resolve()]);
       } else {
         if (step.run === 'glance') state = await this.look(owner, max, check);
         // After a glance: room above the highest slot (deleted elsewhere), else RULE 3's reads, or an outside plant's load.

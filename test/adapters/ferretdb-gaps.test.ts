@@ -1,6 +1,6 @@
 import { MongoClient } from 'mongodb';
 import * as assert from 'uvu/assert';
-import { INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { INDEX_NAME } from '../../adapters/storage/mongodb/indexes.js';
 import {
   ferretDbBinary,
   postgresBinaries,

@@ -164,7 +164,7 @@ test("a write conflict is MongoDB's WriteConflict, or FerretDB's InternalError c
   assert.ok(isUnavailable(deadlock), 'a request that meets one is a 503: safe to retry');
 });
 
-test("FerretDB's InternalError for its PostgreSQL gone or too slow (cannot connect, connection ended, shutting down, timed out) is unavailability", () => {
+test("FerretDB's InternalError for its PostgreSQL gone or too slow (cannot connect, connection ended, shutting down, timed out), or SQLite interrupted at maxTimeMS, is unavailability", () => {
   const server = (code: number, errmsg: string) => new MongoServerError({ ok: 0, code, errmsg });
   for (const text of [
     'failed to connect to `user=postgres database=postgres`: 127.0.0.1:5432 (127.0.0.1): dial error: dial tcp 127.0.0.1:5432: connect: connection refused',
@@ -177,6 +177,10 @@ test("FerretDB's InternalError for its PostgreSQL gone or too slow (cannot conne
     'write tcp 127.0.0.1:51234->127.0.0.1:5432: write: broken pipe',
     // A command's maxTimeMS ran out while PostgreSQL had not answered (seen under load, bench:scale case e).
     '[msg_find.go:344 handler.handleMaxTimeMSError] [collection.go:109 postgresql.(*collection).Query] timeout: read tcp 127.0.0.1:50518->127.0.0.1:43975: i/o timeout',
+    // The same on SQLite: the query interrupted (SQLITE_INTERRUPT, 9) at maxTimeMS (bench:creates -- --one-owner --not-held).
+    '[msg_find.go:344 handler.handleMaxTimeMSError] [collection.go:94 sqlite.(*collection).Query] interrupted (9)',
+    // SQLite busy past its wait (SQLITE_BUSY), seen under 16 creates at once with a slow scan beside them.
+    '[msg_insert.go:168 handler.(*Handler).MsgInsert] [collection.go:135 sqlite.(*collection).InsertAll.func1] database is locked (5) (SQLITE_BUSY)',
   ]) {
     assert.ok(isUnavailable(server(1, text)), text);
   }

@@ -4,12 +4,17 @@ import { MongoClient, ObjectId } from 'mongodb';
 import * as assert from 'uvu/assert';
 import {
   COLLECTION,
-  INDEX_NAME,
-  SLOT_INDEX_NAME,
   mongodbPlantRepository,
   type MongodbPlantRepository,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
-import { INDEX_SPECS, REPAIR_COMMAND, missingIndexes, notInPlace } from '../../adapters/storage/mongodb/indexes.js';
+import {
+  INDEX_NAME,
+  INDEX_SPECS,
+  REPAIR_COMMAND,
+  SLOT_INDEX_NAME,
+  missingIndexes,
+  notInPlace,
+} from '../../adapters/storage/mongodb/indexes.js';
 import { OUTSIDE_FROM } from '../../adapters/storage/mongodb/quota.js';
 import { repairStorage } from '../../adapters/storage/mongodb/repair.js';
 import type { PlantId } from '../../domain/plant.js';

@@ -9,9 +9,10 @@ import { runScenario, scenarioArbitrary, type ModelOptions } from './quota-model
  * timeouts and crashes, in an order the scheduler chooses. A failure prints the command that replays it.
  *
  * Bugs put in on purpose, each found in 10 of 10 runs (seeds 1-10; schedules to the first counterexample): the repair
- * without its wait (79-9,652), the id read before the count and not after (27-645), a look again only on `top > max`
- * (51-1,981), a delete refreshing the look (3-1,530), a clean look recorded while outside plants remain, at the load
- * (1,091-16,736) or at the glance (209-6,563), and index checks every 60 s against the repair's wait for 30 s (29-395).
+ * without its wait (1,566-7,098), the id read before the count and not after (27-645), a look again only on
+ * `top > max` (144-1,765), a delete refreshing the look (11-368), a clean look recorded while outside plants remain,
+ * at the load (149-8,668) or at the glance (142-11,283), and index checks every 60 s against the repair's wait for
+ * 30 s (29-395).
  */
 const RUNS = Number(process.env['QUOTA_MODEL_RUNS'] ?? '') || 20_000;
 const SEED = process.env['QUOTA_MODEL_SEED'];

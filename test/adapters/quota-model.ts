@@ -18,14 +18,7 @@
 import fc from 'fast-check';
 import type { InsertOutcome } from '../../application/ports/plant-repository.js';
 import type { Plant, PlantId, PlantName } from '../../domain/plant.js';
-import {
-  OUTSIDE_FROM,
-  QuotaForgotten,
-  quota,
-  timings,
-  type Quota,
-  type QuotaStore,
-} from '../../adapters/storage/mongodb/quota.js';
+import { Bound, OUTSIDE_FROM, QuotaForgotten, timings, type QuotaStore } from '../../adapters/storage/mongodb/quota.js';
 import { repair, type RepairStore, type Shared } from '../../adapters/storage/mongodb/repair.js';
 
 const OWNERS = ['o', 'p'] as const;
@@ -409,7 +402,7 @@ interface Proc {
   current?: Op | undefined;
   /** What a command sent without a request's check belongs to: a look shared by requests, going on after them. */
   background: Op;
-  quota: Quota;
+  quota: Bound<Doc>;
   readonly ops: Set<Op>;
   /**
    * Its commands sent and not landed, also those of requests that already answered (a timeout, a branch of a request
@@ -680,7 +673,7 @@ export const runScenario = async (
       refusable: false,
     };
     p.ops.add(p.background);
-    p.quota = quota(storeFor(p), {
+    p.quota = new Bound(storeFor(p), {
       now: () => clock + origin,
       lookTtlMs: options.lookTtlMs ?? TIMINGS.lookTtlMs,
       maxHeld: () => scenario.held,
@@ -724,7 +717,7 @@ export const runScenario = async (
     alive: false,
     starts: index * 4,
     indexed: true,
-    quota: undefined as unknown as Quota,
+    quota: undefined as unknown as Bound<Doc>,
     background: undefined as unknown as Op,
     ops: new Set<Op>(),
     flights: new Set<Flight>(),

@@ -1,6 +1,7 @@
 import { MongoClient } from 'mongodb';
 import * as assert from 'uvu/assert';
-import { COLLECTION, INDEX_NAME } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { INDEX_NAME } from '../../adapters/storage/mongodb/indexes.js';
+import { COLLECTION } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
 import { runNode } from '../support/process.js';
 import { ferretDbBinary, sharedFerretDb, startFerretDb } from '../../harness/servers.js';
 import { suiteWith } from '../support/suites.js';

@@ -7,12 +7,11 @@ import type { Logger } from '../../application/ports/logger.js';
 import { memoryPlantRepository } from '../../adapters/storage/memory/memory-plant-repository.js';
 import {
   COLLECTION,
-  INDEX_NAME,
   mongodbPlantRepository,
-  SLOT_INDEX_NAME,
   type MongodbPlantRepository,
   type MongoOptions,
 } from '../../adapters/storage/mongodb/mongodb-plant-repository.js';
+import { INDEX_NAME, SLOT_INDEX_NAME } from '../../adapters/storage/mongodb/indexes.js';
 import { repairStorage } from '../../adapters/storage/mongodb/repair.js';
 import type { RepositorySetup, RepositoryUnderTest, StoreDrift } from '../contracts/plant-repository.contract.js';
 import type { Setup } from './suites.js';

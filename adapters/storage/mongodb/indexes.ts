@@ -18,7 +18,7 @@ export const REPAIR_COMMAND = 'npm run storage -- repair';
 export class IndexUnusable extends Error {}
 
 /** An index as `listIndexes` lists it, or as `$indexStats` shows it: its `spec`, and `building: true` while built. */
-export type Listed = { unique?: unknown; key?: unknown; spec?: Listed; building?: unknown };
+type Listed = { unique?: unknown; key?: unknown; spec?: Listed; building?: unknown };
 
 /** Collections whose server does not implement `$indexStats` (FerretDB) or does not grant it: asked once. */
 const withoutIndexStats = new WeakSet<object>();
@@ -56,25 +56,20 @@ export const missingIndexes = async (collection: Collection<Document>, blind = (
   notInPlace(await listed(collection, blind));
 
 /**
- * Keeps the unique indexes in place: a check lists them (the service's timer asks every 30 s, so a dropped index is
- * noticed within that) and builds what is missing. From the moment an index is seen missing until it is back, creates
- * answer 503 and `onMissing` lets the quota forget what it knew (plants written meanwhile were not checked by the
- * index). A build the server refuses because documents share a key (written while the index was missing) is logged
- * with the command that mends them; nothing in the request path mends.
+ * Keeps the unique indexes in place: `check` lists them (the service's timer asks every 30 s, so a dropped index is
+ * noticed within that) and builds what is missing, one check at a time. From the moment an index is seen missing
+ * until it is back, `ready` rejects (IndexUnusable: creates answer 503) and `onMissing` lets the quota forget what it
+ * knew (plants written meanwhile were not checked by the index). A build the server refuses because documents share a
+ * key (written while the index was missing) is logged with the command that mends them; nothing in the request path
+ * mends.
  */
 export const indexUpkeep = (
   collection: Collection<Document>,
   options: { readonly logger: Logger; readonly namespace: string; readonly onMissing: () => void },
-): {
-  /** Resolves once both unique indexes are in place; rejects with IndexUnusable while one is missing. */
-  readonly ready: () => Promise<void>;
-  /** Lists the indexes and builds what is missing; one at a time. */
-  readonly check: () => Promise<void>;
-} => {
+) => {
   const { logger, namespace } = options;
   let state: 'unknown' | 'ok' | 'missing' = 'unknown';
-  /** Whether an index went missing after it was in place (then its return is logged too). */
-  let lost = false;
+  let lost = false; // missing after it was in place: its return is logged too
   let running: Promise<void> | undefined;
   let reported = '';
   const unsure = () =>
@@ -83,16 +78,15 @@ export const indexUpkeep = (
   const build = async (): Promise<void> => {
     const missing = await missingIndexes(collection, unsure);
     if (missing.length > 0) {
-      if (state === 'ok') {
-        lost = true;
-        const names = missing.map((spec) => spec.name).join(', ');
+      const names = missing.map((spec) => spec.name).join(', ');
+      if (state === 'ok')
         logger.error(
           { namespace, missing: names },
           'storage: a unique index is missing; creates answer 503 until it is back',
         );
-      }
-      if (state !== 'missing') options.onMissing();
+      lost ||= state === 'ok';
       state = 'missing';
+      options.onMissing();
       let problem = '';
       for (const spec of missing) {
         await collection.createIndex(spec.key, { unique: true, name: spec.name }).catch((e: unknown) => {
@@ -110,9 +104,7 @@ export const indexUpkeep = (
       }
     }
     if (lost) logger.info({ namespace }, 'storage: the unique indexes are in place; serving creates again');
-    lost = false;
-    state = 'ok';
-    reported = '';
+    [lost, state, reported] = [false, 'ok', ''];
   };
 
   const check = (): Promise<void> =>

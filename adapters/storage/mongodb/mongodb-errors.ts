@@ -4,23 +4,20 @@ import * as mongo from 'mongodb';
  * Which driver errors mean "the store cannot answer now" (503: retry later, outcome unknown), decided by what the
  * driver says (its exported classes, the labels it and the server attach, the server's codes), never by a pattern over
  * class names. Everything else is a fault. First, the server codes for "not now": not (or no longer) the primary,
- * shutting down or changing state, a peer unreachable, out of time (the driver's retryable and SDAM lists use them):
- * HostUnreachable 6, HostNotFound 7, MaxTimeMSExpired 50, StaleShardVersion 63, WriteConcernFailed 64 (named
- * WriteConcernTimeout before MongoDB 8.1), NetworkTimeout 89, ShutdownInProgress 91, FailedToSatisfyReadPreference 133,
- * ReadConcernMajorityNotAvailableYet 134, StaleEpoch 150, PrimarySteppedDown 189, ExceededTimeLimit 262,
- * SocketException 9001, LegacyNotPrimary 10058, NotWritablePrimary 10107, InterruptedAtShutdown 11600, Interrupted
- * 11601, InterruptedDueToReplStateChange 11602, StaleConfig 13388, NotPrimaryNoSecondaryOk 13435, NotPrimaryOrSecondary
- * 13436.
+ * shutting down or changing state, a peer unreachable, out of time (the driver's retryable and SDAM lists use them).
  */
 export const UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
-  6, 7, 50, 63, 64, 89, 91, 133, 134, 150, 189, 262, 9001, 10058, 10107, 11600, 11601, 11602, 13388, 13435, 13436,
+  6 /* HostUnreachable */, 7 /* HostNotFound */, 50 /* MaxTimeMSExpired */, 63 /* StaleShardVersion */,
+  64 /* WriteConcernFailed, WriteConcernTimeout before MongoDB 8.1 */, 89 /* NetworkTimeout */,
+  91 /* ShutdownInProgress */, 133 /* FailedToSatisfyReadPreference */, 134 /* ReadConcernMajorityNotAvailableYet */,
+  150 /* StaleEpoch */, 189 /* PrimarySteppedDown */, 262 /* ExceededTimeLimit */, 9001 /* SocketException */,
+  10058 /* LegacyNotPrimary */, 10107 /* NotWritablePrimary */, 11600 /* InterruptedAtShutdown */,
+  11601 /* Interrupted */, 11602 /* InterruptedDueToReplStateChange */, 13388 /* StaleConfig */,
+  13435 /* NotPrimaryNoSecondaryOk */, 13436 /* NotPrimaryOrSecondary */,
 ]);
 
 /** Write-concern failures that are configuration, not weather: waiting will not help (a fault, logged as one). */
 const MISCONFIGURED_WRITE_CONCERN = new Set([79 /* UnknownReplWriteConcern */, 100 /* UnsatisfiableWriteConcern */]);
-
-/** Whether a write concern error with this code means "not confirmed yet" (503) rather than a misconfiguration. */
-export const writeConcernUnavailable = (code: number): boolean => !MISCONFIGURED_WRITE_CONCERN.has(code);
 
 /** Labels by which the driver or the server say "this did not go through now; it may be retried". */
 const UNAVAILABLE_LABELS: readonly string[] = [
@@ -57,10 +54,11 @@ const CONNECTION_GONE = new Set(
 /**
  * FerretDB's PostgreSQL handler passes on losing its PostgreSQL as an InternalError (code 1) with the client library's
  * text: cannot connect, connection ended mid-command, PostgreSQL shutting down (SQLSTATE 08xxx, 57P01-57P03), or no
- * answer within maxTimeMS ("i/o timeout"). The store is away or too slow, not faulty: a 503 like any other outage.
+ * answer within maxTimeMS ("i/o timeout"; on SQLite its query "interrupted (9)", or the file busy, "database is locked (5)"). The store is away or too slow, not
+ * faulty: a 503 like any other outage.
  */
 const FERRETDB_BACKEND_GONE =
-  /failed to connect to `|unexpected EOF|conn closed|connection reset by peer|broken pipe|i\/o timeout|tls error|\(SQLSTATE (08[0-9A-Z]{3}|57P0[123])\)/;
+  /failed to connect to `|unexpected EOF|conn closed|connection reset by peer|broken pipe|i\/o timeout|interrupted \(9\)|database is locked \(5\)|tls error|\(SQLSTATE (08[0-9A-Z]{3}|57P0[123])\)/;
 
 /** True when the error says the store did not answer in time or at all, or cannot serve writes/reads right now. */
 export const isUnavailable = (e: unknown): boolean => {
@@ -69,7 +67,7 @@ export const isUnavailable = (e: unknown): boolean => {
   if (UNAVAILABLE_CLASSES.some((c) => e instanceof c)) return true;
   if (e instanceof mongo.MongoDriverError && UNEXPORTED_UNAVAILABLE.has(e.name)) return true;
   if (UNAVAILABLE_LABELS.some((label) => e.hasErrorLabel(label))) return true;
-  if (e instanceof mongo.MongoWriteConcernError) return writeConcernUnavailable(Number(e.code));
+  if (e instanceof mongo.MongoWriteConcernError) return !MISCONFIGURED_WRITE_CONCERN.has(Number(e.code));
   if (ferretDbSays(e, FERRETDB_BACKEND_GONE)) return true;
   return (e instanceof mongo.MongoServerError && UNAVAILABLE_CODES.has(Number(e.code))) || isWriteConflict(e);
 };

@@ -9,27 +9,20 @@ import type { Logger } from '../../../application/ports/logger.js';
 import type { Plant } from '../../../domain/plant.js';
 import { isDuplicateKey, isUnavailable, isWriteConflict } from './mongodb-errors.js';
 import { decodeStored } from './plant-document.js';
-import { INDEX_NAME, INDEX_SPECS, IndexUnusable, SLOT_INDEX_NAME, indexUpkeep } from './indexes.js';
-import { HELD_BYTES, QuotaForgotten, quota, timings, type QuotaStore } from './quota.js';
-
-export { INDEX_NAME, INDEX_SPECS, SLOT_INDEX_NAME };
+import { IndexUnusable, indexUpkeep } from './indexes.js';
+import { Bound, HELD_BYTES, QuotaForgotten, timings, type QuotaStore } from './quota.js';
 
 export interface MongoOptions {
   readonly uri: string;
   readonly db: string;
-  /** Bound on every request: server selection, connection, server-side time, its deadline (a look: `looked`). */
-  readonly timeoutMs: number;
+  readonly timeoutMs: number; // T: every request's deadline (quota.ts, `timings`)
   readonly writeConcern: 'majority' | number;
   readonly journal: boolean;
   readonly logger: Logger;
-  /** How often a running service checks that the unique indexes are still there (tests; quota.ts, `timings`). */
-  readonly indexRecheckMs?: number;
-  /** Bytes of memory for what the process remembers of owners' slots (MONGODB_SLOTS_MEMORY_BYTES, 64 MiB). */
-  readonly slotCacheBytes?: number;
-  /** How long a look that found no outside plant is trusted (tests; quota.ts, RULE 1 and `timings`). */
-  readonly lookTtlMs?: number;
-  /** Command monitoring events on `client` (tests count round trips). */
-  readonly monitorCommands?: boolean;
+  readonly indexRecheckMs?: number; // tests: `timings`'s indexCheckMs
+  readonly slotCacheBytes?: number; // the owners held at most, in bytes (MONGODB_SLOTS_MEMORY_BYTES, 64 MiB)
+  readonly lookTtlMs?: number; // tests: `timings`'s lookTtlMs
+  readonly monitorCommands?: boolean; // command monitoring events on `client` (tests count round trips)
 }
 
 /** One per plant, unique on (owner, id) and on (owner, slot) (quota.ts); `id` a BSON int64, `_id` new per create. */
@@ -43,9 +36,8 @@ const slotted = (owner: string, d: { _id: ObjectId; slot: number }) => ({ ref: {
 export const COLLECTION = 'plants';
 
 class DeadlineExceeded extends Error {}
-
-const unavailable = (e: unknown): boolean =>
-  e instanceof DeadlineExceeded || e instanceof IndexUnusable || e instanceof QuotaForgotten || isUnavailable(e);
+/** Concurrent creates of the owner kept taking the slots it chose: nothing stored, safe to retry; no outage (503). */
+class Contended extends Error {}
 
 /** The request a command is sent for: the signal aborted at its deadline, and that deadline (performance.now()). */
 const request = new AsyncLocalStorage<{ readonly signal: AbortSignal; readonly deadline: number }>();
@@ -67,24 +59,17 @@ const guarded =
       return E.right(await Promise.race([call, deadline]));
     } catch (e) {
       controller.abort(e); // past its deadline, or failed: a branch of the call still running sends nothing more
-      // The store answered that the request's write collided with another of its owner's: 503, but no outage.
-      if (isWriteConflict(e)) return E.left(storageContended);
-      if (unavailable(e)) return E.left(storageUnavailable);
+      // Contended, or the store answered that the request's write collided with another of its owner's: no outage.
+      if (e instanceof Contended || isWriteConflict(e)) return E.left(storageContended);
+      const outage = e instanceof DeadlineExceeded || e instanceof IndexUnusable || e instanceof QuotaForgotten;
+      if (outage || isUnavailable(e)) return E.left(storageUnavailable);
       throw e;
     } finally {
       clearTimeout(timer);
     }
   };
 
-/** How long close() waits for the driver before it lets go (a hanging server must not hold shutdown). */
-const CLOSE_BOUND_MS = 1000;
-
-export interface MongodbPlantRepository {
-  readonly repository: PlantRepository;
-  readonly close: () => Promise<void>;
-  /** The driver's client, for its monitoring events (bootstrap logs the reason of a failed heartbeat). */
-  readonly client: MongoClient;
-}
+export type MongodbPlantRepository = ReturnType<typeof mongodbPlantRepository>;
 
 /**
  * Plants in MongoDB (STORAGE=mongodb). A create is one insertOne in the steady state (quota.ts); a page is an index walk
@@ -93,7 +78,7 @@ export interface MongodbPlantRepository {
  * unique indexes are built before the first create; when the server is down at start-up the service still starts,
  * reports not ready, and builds them when the server answers.
  */
-export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepository => {
+export const mongodbPlantRepository = (options: MongoOptions) => {
   const { timeoutMs, logger } = options;
   const tuned = { indexCheckMs: options.indexRecheckMs, lookTtlMs: options.lookTtlMs };
   const { lookTtlMs, lookMs, indexCheckMs } = timings(timeoutMs, tuned);
@@ -179,7 +164,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   };
 
   const budget = options.slotCacheBytes ?? 64 * 1024 * 1024;
-  const slots = quota(store, {
+  const slots = new Bound(store, {
     now: () => performance.now(),
     lookTtlMs,
     maxHeld: (max) => Math.floor(budget / (Math.ceil(max / 8) + HELD_BYTES)),
@@ -188,7 +173,7 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   const indexes = indexUpkeep(collection as unknown as Collection, {
     logger,
     namespace: `${options.db}.${COLLECTION}`,
-    onMissing: slots.forget,
+    onMissing: () => slots.forget(),
   });
 
   let connected: Promise<unknown> | undefined;
@@ -202,19 +187,13 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
   const call = <A>(run: (check: () => void) => Promise<A>) =>
     guarded(timeoutMs, (check) => connect().then(() => run(check)));
   const repository: PlantRepository = {
-    insert: (owner, p, maxPlants = NO_PLANT_LIMIT) => {
-      const attempt = call(async (check) => {
+    insert: (owner, p, maxPlants = NO_PLANT_LIMIT) =>
+      call(async (check) => {
         await indexes.ready();
-        return slots.insert(owner, p, maxPlants, check);
-      });
-      // Plain checks rather than pipe and TE.flatMap: fp-ts's data-first `dual` copies its arguments on every call.
-      return async () => {
-        const outcome = await attempt();
-        if (E.isLeft(outcome)) return outcome;
-        // Concurrent creates of this owner kept taking the slots it chose: nothing stored, safe to retry; no outage.
-        return outcome.right === undefined ? E.left(storageContended) : E.right(outcome.right);
-      };
-    },
+        const outcome = await slots.insert(owner, p, maxPlants, check);
+        if (outcome === undefined) throw new Contended('contended');
+        return outcome;
+      }),
 
     page: (owner, after, limit) =>
       call(async (): Promise<PlantPage> => {
@@ -250,11 +229,11 @@ export const mongodbPlantRepository = (options: MongoOptions): MongodbPlantRepos
 
   return {
     repository,
-    client,
-    // Bounded: the driver's close waits on a hanging server; requests in flight fail with its closed-client 503s.
+    client, // for its monitoring events (bootstrap logs the reason of a failed heartbeat)
+    // At most 1 s: the driver's close waits on a hanging server; requests in flight fail with its closed-client 503s.
     close: async () => {
       clearInterval(recheckTimer);
-      const bound = sleep(Math.min(CLOSE_BOUND_MS, timeoutMs), undefined, { ref: false });
+      const bound = sleep(Math.min(1000, timeoutMs), undefined, { ref: false });
       await Promise.race([client.close().catch(() => undefined), bound]);
     },
   };

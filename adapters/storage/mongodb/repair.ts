@@ -6,18 +6,15 @@ import { OUTSIDE_FROM } from './quota.js';
 /**
  * Mends what the service cannot rebuild by itself: documents that share a key of a unique index, written while it was
  * missing, then builds the missing indexes. Idempotent and resumable: each step reads the collection as it is.
- * - Plants sharing a slot: all but the first (the least `_id`) move to fresh outside slots (quota.ts), where they
- *   count and move back in when the owner has room; not before `noticeMs` after the slot index was seen missing (more
- *   than every service's index check and a request's deadline), when every service has forgotten what it knew and
- *   ended the requests begun before (quota.ts, `forget`): none trusts a look older than a move.
+ * - Plants sharing a slot: all but the first (the least `_id`) move to fresh outside slots, where they count and move
+ *   back in when the owner has room; not before `noticeMs` (`timings`'s repairWaitMs: quota.ts, RULE 5 and T2).
  * - Plants sharing an id: copies identical to the first written are deleted. Different plants under one id are listed
- *   and left, unless `keepFirst`: then the later ones are deleted, each printed first.
+ *   and left (`conflicts`: the id index cannot be built until they are resolved), unless `keepFirst`: then the later
+ *   ones are deleted, each printed first.
  * The decisions run over `RepairStore`, apart from the driver. `report`: one line of what the repair found or did.
  */
-export type RepairOptions = { readonly noticeMs: number; readonly keepFirst: boolean; report(line: string): void };
-
-/** `conflicts`: different plants under one (owner, id), left: the id index cannot be built until they are resolved. */
-export type RepairOutcome = Readonly<Record<'movedOut' | 'duplicatesDeleted' | 'conflicts', number>> & {
+type RepairOptions = { readonly noticeMs: number; readonly keepFirst: boolean; report(line: string): void };
+type RepairOutcome = Readonly<Record<'movedOut' | 'duplicatesDeleted' | 'conflicts', number>> & {
   readonly indexesBuilt: readonly string[];
 };
 

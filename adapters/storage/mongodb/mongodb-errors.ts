@@ -52,10 +52,10 @@ const CONNECTION_GONE = new Set(
 );
 
 /**
- * FerretDB's PostgreSQL handler passes on losing its PostgreSQL as an InternalError (code 1) with the client library's
- * text: cannot connect, connection ended mid-command, PostgreSQL shutting down (SQLSTATE 08xxx, 57P01-57P03), or no
- * answer within maxTimeMS ("i/o timeout"; on SQLite its query "interrupted (9)", or the file busy, "database is locked (5)"). The store is away or too slow, not
- * faulty: a 503 like any other outage.
+ * FerretDB passes on losing its backend as an InternalError (code 1) with the client library's text: cannot connect,
+ * connection ended mid-command, PostgreSQL shutting down (SQLSTATE 08xxx, 57P01-57P03), no answer within maxTimeMS
+ * ("i/o timeout"; SQLite's query "interrupted (9)"), or SQLite's file busy ("database is locked (5)"). The store is away
+ * or too slow, not faulty: a 503 like any other outage.
  */
 const FERRETDB_BACKEND_GONE =
   /failed to connect to `|unexpected EOF|conn closed|connection reset by peer|broken pipe|i\/o timeout|interrupted \(9\)|database is locked \(5\)|tls error|\(SQLSTATE (08[0-9A-Z]{3}|57P0[123])\)/;

@@ -264,7 +264,7 @@ const expectedSeconds = (withRedis: boolean): number => {
 const began = performance.now();
 console.log(`plant-store bench${smoke ? ' (smoke: short and small, figures not meaningful)' : ''}`);
 console.log(`machine: ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown cpu'}, node ${process.version}`);
-const lined = lineUp();
+const lined = lineUp(!smoke);
 const expected = Math.round(expectedSeconds(!('skip' in redisBinary())));
 console.log(
   `this run takes about ${expected >= 120 ? `${Math.round(expected / 60)} min` : `${expected} s`} (${expected} s expected)`,

@@ -6,7 +6,7 @@
  * - contract floor: `contract-floor-server.mjs` of the reference servers (BENCH_REFERENCES, by default
  *   ../shared/bench beside the project), the floor plus only what the contract forces;
  * - peer: their `peer-fastify/server.mjs`, the contract on Fastify, installed once with `npm ci` into a copy under
- *   the cache directory (the references may be read-only).
+ *   the cache directory (the references may be read-only) by a full run; a smoke run uses it only when there.
  * Runtimes: BENCH_RUNTIMES (node binaries separated by `:`), by default the node running the bench and each Node.js
  * 24 or 26 that scripts/install-node24.sh and install-node26.sh put in the cache directory. Each server runs on the
  * runtime measured; the load generator always on the bench's own node. A reference that is missing is said once and
@@ -25,14 +25,18 @@ const cache = join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), '
 /** A server to compare, by the arguments of the node that runs it; `skip` says why a reference is left out. */
 type Target = { readonly name: string; readonly args: (port: number) => string[] } | { readonly skip: string };
 
-/** The Fastify peer from its copy in the cache, installed (or installed again when its lockfile changed) first. */
-const peer = (references: string): Target => {
+/**
+ * The Fastify peer from its copy in the cache, installed (or installed again when its lockfile changed) first when
+ * `install` (a smoke run does not reach for the registry: it uses a copy already there, or leaves the peer out).
+ */
+const peer = (references: string, install: boolean): Target => {
   const source = join(references, 'peer-fastify');
   if (!existsSync(join(source, 'server.mjs'))) return { skip: `peer: no ${source}/server.mjs` };
   const copy = join(cache, 'peer-fastify');
   const lock = (dir: string) =>
     existsSync(join(dir, 'package-lock.json')) ? readFileSync(join(dir, 'package-lock.json'), 'utf8') : '';
   if (!existsSync(join(copy, 'node_modules')) || lock(copy) !== lock(source)) {
+    if (!install) return { skip: `peer: not installed in ${copy} (a full \`npm run bench\` installs it)` };
     // Installed beside, then moved into place: a bench running at the same time sees the old copy or the new, whole.
     const fresh = `${copy}.${process.pid}`;
     rmSync(fresh, { recursive: true, force: true });
@@ -40,23 +44,30 @@ const peer = (references: string): Target => {
     const npm = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], {
       cwd: fresh,
       encoding: 'utf8',
+      timeout: 300_000,
     });
     if (npm.status !== 0) return { skip: `peer: npm ci in ${fresh} failed: ${npm.stderr.trim().slice(-300)}` };
     rmSync(copy, { recursive: true, force: true });
-    renameSync(fresh, copy);
+    try {
+      renameSync(fresh, copy);
+    } catch (e) {
+      // Another bench moved its copy in first: that one serves.
+      rmSync(fresh, { recursive: true, force: true });
+      if (!existsSync(join(copy, 'node_modules'))) throw e;
+    }
   }
   const server = join(copy, 'server.mjs');
   return { name: 'peer', args: () => [server] };
 };
 
-const targets = (): Target[] => {
+const targets = (install: boolean): Target[] => {
   const references = resolve(process.env['BENCH_REFERENCES'] ?? join(project, '../shared/bench'));
   const floor = join(references, 'contract-floor-server.mjs');
   return [
     { name: 'service', args: () => [join(dist, 'bootstrap/main.js')] },
     { name: 'floor', args: (port) => [join(dist, 'bench/floor-server.js'), String(port), TOKEN] },
     existsSync(floor) ? { name: 'contract floor', args: () => [floor] } : { skip: `contract floor: no ${floor}` },
-    peer(references),
+    peer(references, install),
   ];
 };
 
@@ -71,7 +82,7 @@ const runtimes = (): Array<{ readonly node: string; readonly version: string }> 
   const found: Array<{ node: string; version: string }> = [];
   for (const node of listed ?? [process.execPath, ...installed.filter(existsSync)]) {
     const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout?.trim() ?? '';
-    if (!/^v\d+/.test(version)) throw new Error(`BENCH_RUNTIMES: ${node} is not a node binary`);
+    if (!/^v\d+/.test(version)) throw new Error(`runtime ${node}: not a node binary (BENCH_RUNTIMES, or the cache)`);
     if (!found.some((r) => r.version === version)) found.push({ node, version });
   }
   return found;
@@ -111,8 +122,8 @@ export type Summary = {
 };
 
 /** The targets there are (a missing one said once), and the runtimes: what `sideBySide` will run. */
-export const lineUp = () => {
-  const all = targets();
+export const lineUp = (install: boolean) => {
+  const all = targets(install);
   for (const t of all) if ('skip' in t) console.log(`side by side: ${t.skip} (left out)`);
   return {
     servers: all.filter((t): t is Exclude<Target, { skip: string }> => !('skip' in t)),
@@ -120,7 +131,7 @@ export const lineUp = () => {
   };
 };
 
-export const sideBySide = async (plan: Plan, { servers, runtimes: nodes } = lineUp()): Promise<Summary[]> => {
+export const sideBySide = async (plan: Plan, { servers, runtimes: nodes }: ReturnType<typeof lineUp>) => {
   const summaries: Summary[] = [];
   for (const { node, version } of nodes) {
     const started: Array<{ readonly name: string; readonly port: number; readonly child: ChildProcess }> = [];
